@@ -1,0 +1,320 @@
+"""The one error tree of adk_actors.
+
+Every failure a caller can see is an :class:`AdkError`. ``err.reason`` is the reference's reason tag as a
+lowercase string (``"missing_api_key"``, ``"tool_catalog_changed"``) and ``err.details`` a JSON-safe dict of
+structural context (names, ids, limits — never secrets, raw payloads or stack traces). Every class pickles and
+unpickles, including those with keyword-only constructors, because errors cross actor processes as data.
+
+::
+
+    AdkError                               reason: any tag; base of everything below
+    ├── ConfigError                        invalid settings / agent / runner config (unknown_key, invalid_value)
+    ├── ValidationError                    a value at the boundary is malformed
+    │   ├── ContentError                   content parts, MIME types, URIs, limits
+    │   ├── EventError                     event decoding
+    │   └── SchemaError                    JSON Schema compilation and argument validation
+    ├── RuntimeFailure                     the actor runtime
+    │   ├── SystemNotRunning               no actor system at that port / not started
+    │   ├── AskTimeout                     an ask passed its deadline
+    │   ├── ActorCrashed                   the target crashed while handling the request
+    │   ├── NameNotFound                   a registry lookup found nothing
+    │   └── WorkerError                    worker pool: worker_lost, unpicklable_callable, job_timeout
+    ├── ProviderError                      a model provider failed
+    │   ├── ProviderHttpError              non-2xx answer (status, Gemini error body parsed into details)
+    │   │   └── RateLimited                429 (details.retry_delay_s when the server said so)
+    │   └── StreamError                    malformed / truncated / empty SSE stream
+    ├── ToolError                          a tool failed or could not be resolved
+    ├── AgentError                         agent spec / tree / turn failures
+    ├── SessionError                       session services
+    │   ├── SessionNotFound                reason not_found
+    │   └── ConcurrencyConflict            optimistic concurrency lost (reason stale_session / state_mismatch)
+    ├── StorageError                       a store could not be opened / migrated / written
+    ├── BudgetExceeded                     a configured budget ran out (max_llm_calls, bytes, steps)
+    ├── PolicyDenied                       runtime policy or admission refused the work
+    ├── RunError                           stable runs
+    │   └── RunNotFound                    reason not_found
+    └── WorkflowError                      workflow compilation / execution
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+__all__ = [
+    "ActorCrashed",
+    "AdkError",
+    "AgentError",
+    "AskTimeout",
+    "BudgetExceeded",
+    "ConcurrencyConflict",
+    "ConfigError",
+    "ContentError",
+    "EventError",
+    "NameNotFound",
+    "PolicyDenied",
+    "ProviderError",
+    "ProviderHttpError",
+    "RateLimited",
+    "RunError",
+    "RunNotFound",
+    "RuntimeFailure",
+    "SchemaError",
+    "SessionError",
+    "SessionNotFound",
+    "StorageError",
+    "StreamError",
+    "SystemNotRunning",
+    "ToolError",
+    "ValidationError",
+    "WorkerError",
+    "WorkflowError",
+    "error_from_dict",
+    "json_safe",
+]
+
+_MAX_DETAIL_DEPTH = 8
+_MAX_DETAIL_STR = 4096
+
+
+def json_safe(value: Any, _depth: int = 0) -> Any:
+    """Project ``value`` onto JSON-safe data: dict[str, ...], list, str, int, finite float, bool, None.
+
+    Unknown objects become their type name (never their ``repr``, which could carry a secret or a payload).
+    Strings are truncated to a bounded length so details stay bounded.
+    """
+    if _depth > _MAX_DETAIL_DEPTH:
+        return "<depth>"
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return value if len(value) <= _MAX_DETAIL_STR else value[:_MAX_DETAIL_STR] + "…"
+    if isinstance(value, dict):
+        return {str(k): json_safe(v, _depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | frozenset | set):
+        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
+        return [json_safe(v, _depth + 1) for v in items]
+    return f"<{type(value).__name__}>"
+
+
+class AdkError(Exception):
+    """Base of every adk_actors error: a reason tag plus JSON-safe structural details."""
+
+    default_reason: ClassVar[str] = "error"
+
+    def __init__(self, message: str | None = None, *, reason: str | None = None,
+                 details: dict[str, Any] | None = None) -> None:
+        self.reason: str = reason or self.default_reason
+        self.details: dict[str, Any] = json_safe(dict(details or {}))
+        self.message: str = message or self.reason
+        super().__init__(self.message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.message, self.reason, self.details))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(reason={self.reason!r}, message={self.message!r})"
+
+    def __str__(self) -> str:
+        if self.message == self.reason:
+            return self.reason
+        return f"{self.reason}: {self.message}"
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is type(self) and isinstance(other, AdkError)
+                and (other.reason, other.message, other.details) == (self.reason, self.message, self.details))
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.reason, self.message))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe projection: ``{"type", "reason", "message", "details"}``."""
+        return {"type": type(self).__name__, "reason": self.reason, "message": self.message,
+                "details": self.details}
+
+
+def _rebuild(cls: type[AdkError], message: str, reason: str, details: dict[str, Any]) -> AdkError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    err.message, err.reason, err.details = message, reason, details
+    return err
+
+
+class ConfigError(AdkError):
+    """A configuration (settings, agent, runner, workflow) is invalid."""
+
+    default_reason = "invalid_config"
+
+
+class ValidationError(AdkError):
+    """A value crossing a boundary is malformed."""
+
+    default_reason = "invalid_value"
+
+
+class ContentError(ValidationError):
+    """Content parts, MIME types, URIs or content limits."""
+
+    default_reason = "invalid_content"
+
+
+class EventError(ValidationError):
+    """An event could not be decoded or is malformed."""
+
+    default_reason = "invalid_event"
+
+
+class SchemaError(ValidationError):
+    """A JSON Schema failed to compile, or arguments failed validation against one."""
+
+    default_reason = "invalid_schema"
+
+
+class RuntimeFailure(AdkError):
+    """The actor runtime could not complete a request."""
+
+    default_reason = "runtime_failure"
+
+
+class SystemNotRunning(RuntimeFailure):
+    """No actor system is running (or reachable) where one was expected."""
+
+    default_reason = "system_not_running"
+
+
+class AskTimeout(RuntimeFailure):
+    """An ask did not get its reply before its deadline."""
+
+    default_reason = "timeout"
+
+
+class ActorCrashed(RuntimeFailure):
+    """The target actor crashed while handling the request."""
+
+    default_reason = "actor_crashed"
+
+
+class NameNotFound(RuntimeFailure):
+    """A registry lookup found no actor under that name."""
+
+    default_reason = "name_not_found"
+
+
+class WorkerError(RuntimeFailure):
+    """The worker-process pool could not run a job (worker_lost, unpicklable_callable, job_timeout)."""
+
+    default_reason = "worker_error"
+
+
+class ProviderError(AdkError):
+    """A model provider failed."""
+
+    default_reason = "provider_error"
+
+
+class ProviderHttpError(ProviderError):
+    """The provider answered with a non-2xx status; ``details`` carries status and the parsed error body."""
+
+    default_reason = "http_error"
+
+    @property
+    def status(self) -> int | None:
+        value = self.details.get("status")
+        return value if isinstance(value, int) else None
+
+
+class RateLimited(ProviderHttpError):
+    """The provider answered 429; ``details["retry_delay_s"]`` holds the server's retry delay when given."""
+
+    default_reason = "rate_limited"
+
+
+class StreamError(ProviderError):
+    """A streamed response was malformed, truncated or empty."""
+
+    default_reason = "stream_error"
+
+
+class ToolError(AdkError):
+    """A tool failed, timed out, or could not be resolved."""
+
+    default_reason = "tool_error"
+
+
+class AgentError(AdkError):
+    """An agent specification, tree or turn failed."""
+
+    default_reason = "agent_error"
+
+
+class SessionError(AdkError):
+    """A session service failed."""
+
+    default_reason = "session_error"
+
+
+class SessionNotFound(SessionError):
+    """The session does not exist."""
+
+    default_reason = "not_found"
+
+
+class ConcurrencyConflict(SessionError):
+    """An optimistic-concurrency check failed; nothing was written."""
+
+    default_reason = "conflict"
+
+
+class StorageError(AdkError):
+    """A store could not be opened, migrated or written."""
+
+    default_reason = "storage_error"
+
+
+class BudgetExceeded(AdkError):
+    """A configured budget (calls, rounds, bytes, steps, tokens) was exhausted."""
+
+    default_reason = "budget_exceeded"
+
+
+class PolicyDenied(AdkError):
+    """Runtime policy or admission control refused the work."""
+
+    default_reason = "policy_denied"
+
+
+class RunError(AdkError):
+    """A stable-run operation failed."""
+
+    default_reason = "run_error"
+
+
+class RunNotFound(RunError):
+    """No run with that id exists (or it was retained past its lifetime)."""
+
+    default_reason = "not_found"
+
+
+class WorkflowError(AdkError):
+    """A workflow failed to compile or to execute."""
+
+    default_reason = "workflow_error"
+
+
+def _all_classes() -> dict[str, type[AdkError]]:
+    found: dict[str, type[AdkError]] = {}
+    stack: list[type[AdkError]] = [AdkError]
+    while stack:
+        cls = stack.pop()
+        found[cls.__name__] = cls
+        stack.extend(cls.__subclasses__())
+    return found
+
+
+def error_from_dict(data: dict[str, Any]) -> AdkError:
+    """Rebuild an error from :meth:`AdkError.to_dict` output (unknown types become ``AdkError``)."""
+    cls = _all_classes().get(str(data.get("type")), AdkError)
+    return _rebuild(cls, str(data.get("message") or data.get("reason") or "error"),
+                    str(data.get("reason") or cls.default_reason), json_safe(dict(data.get("details") or {})))

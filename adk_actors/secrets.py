@@ -1,0 +1,119 @@
+"""Secrets: a redacting holder, secret-key detection, and pruning of maps that leave a trust boundary.
+
+API keys, tokens and credentials never appear in events, sessions, logs, status or error details. Values are
+held in :class:`Secret` (whose ``repr``/``str`` are redacted and which refuses to pickle its value into logs), and
+any mapping that leaves a trust boundary goes through :func:`prune_secrets`.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["REDACTED", "Secret", "is_secret_key", "known_secret_values", "prune_secrets",
+           "register_secret", "scrub_text"]
+
+REDACTED = "[REDACTED]"
+
+# Key names that hold credentials. Matched case-insensitively against the whole key, after normalising
+# separators, so "x-goog-api-key", "apiKey", "API_KEY" and "client_secret" all count.
+_SECRET_KEY_RE = re.compile(
+    r"(^|_)(api_?key|x_goog_api_key|key|token|access_token|refresh_token|id_token|secret|client_secret|password|"
+    r"passwd|authorization|auth|credential|credentials|cookie|set_cookie|private_key|session_key|bearer)($|_)"
+)
+
+
+def _normalise_key(key: str) -> str:
+    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key)
+    return re.sub(r"[^a-z0-9]+", "_", snake.lower()).strip("_")
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a mapping key names a credential (``api_key``, ``apiKey``, ``x-goog-api-key``, ``token``...)."""
+    norm = _normalise_key(key)
+    if norm in {"key_count", "keys", "token_count", "total_tokens", "max_tokens", "max_output_tokens"}:
+        return False
+    if norm.endswith("_token_count") or norm.endswith("_tokens") or norm.endswith("token_count"):
+        return False
+    return bool(_SECRET_KEY_RE.search(norm))
+
+
+class Secret:
+    """A secret value whose ``repr`` and ``str`` are redacted.
+
+    Use :meth:`reveal` at the single place the value is needed (an HTTP header). Registering the value lets the
+    log scrubber remove it from free text too.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        if not isinstance(value, str) or not value:
+            raise ValueError("a Secret needs a non-empty str")
+        self._value = value
+        register_secret(value)
+
+    def reveal(self) -> str:
+        """The raw value. Call only where it is sent to its owner (never into a log, event or error)."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret({REDACTED})"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Secrets may travel between our own processes (settings to an actor); the redacted repr still holds.
+        return (Secret, (self._value,))
+
+
+_known: set[str] = set()
+_known_lock = threading.Lock()
+
+
+def register_secret(value: str) -> None:
+    """Remember a secret value so :func:`scrub_text` removes it from free text (values shorter than 6 are ignored)."""
+    if isinstance(value, str) and len(value) >= 6:
+        with _known_lock:
+            _known.add(value)
+
+
+def known_secret_values() -> list[str]:
+    with _known_lock:
+        return sorted(_known, key=len, reverse=True)
+
+
+def scrub_text(text: str, extra: Iterable[str] = ()) -> str:
+    """Replace every registered (and every ``extra``) secret value occurring in ``text`` with ``[REDACTED]``."""
+    for value in [*known_secret_values(), *extra]:
+        if value and value in text:
+            text = text.replace(value, REDACTED)
+    return text
+
+
+def prune_secrets(value: Any) -> Any:
+    """Return a copy of ``value`` with every secret-named key's value replaced by ``[REDACTED]``.
+
+    Recurses through dicts, lists and tuples; ``Secret`` objects anywhere become ``[REDACTED]``; strings have
+    registered secret values scrubbed.
+    """
+    if isinstance(value, Secret):
+        return REDACTED
+    if isinstance(value, dict):
+        return {k: (REDACTED if isinstance(k, str) and is_secret_key(k) and v not in (None, "")
+                    else prune_secrets(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [prune_secrets(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(prune_secrets(v) for v in value)
+    if isinstance(value, str):
+        return scrub_text(value)
+    return value
