@@ -1,0 +1,405 @@
+"""The generic server: the loop, reply matching, deadlines, timers, crash handling. Concrete actors write handlers.
+
+A :class:`GenServer` subclass implements only the hooks it needs::
+
+    init(args)                      after the parent's SupInit (or at creation for top-level actors)
+    handle_call(request, ctx)       return the reply value, raise AdkError to fail the call, or return DEFERRED
+                                    and answer later with self.reply(ctx, value) / self.fail(ctx, error)
+    handle_info(message, sender)    any other message (casts, routed tells)
+    handle_timer(message)           a timer started with start_timer(delay, message) fired
+    handle_ready(fds)               a watched fd (watch_fds()) became readable
+    handle_child_exited(address)    a child actor process exited
+    status()                        extra JSON-safe fields for introspection
+    terminate(reason)               last words before exit
+
+Let it crash: an exception that is not an ``AdkError`` escaping a handler is a crash. The asker gets a
+``Failure`` (``ActorCrashed``), the parent gets ``ChildExit(reason="crash")``, and the actor exits at once
+(instead of Thespian's retry-then-PoisonMessage); its supervisor decides about the restart. An ``AdkError``
+raised by ``handle_call`` is an ordinary failed reply and does not crash the actor.
+
+Deadlines: a ``Call`` whose deadline has passed is not handled (the asker has given up); the facade drops
+replies whose ``call_id`` it is no longer waiting for, so a late reply never reaches a later ask.
+
+The same class runs at tier 1 (its own process) and at tier 2 (inside a host): every outbound effect goes
+through ``self._port`` (``Tier1Port`` here, the host's port in ``runtime/host.py``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import os
+import signal
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from thespian.actors import (
+    Actor,
+    ActorExitRequest,
+    ChildActorExited,
+    DeadEnvelope,
+    PoisonMessage,
+    ThespianWatch,
+    WakeupMessage,
+    WatchMessage,
+)
+
+from adk_actors.errors import ActorCrashed, AdkError, AskTimeout
+from adk_actors.logs import get_logger
+from adk_actors.runtime.messages import (
+    Call,
+    ChildExit,
+    ChildReady,
+    Failure,
+    Forward,
+    GetStatus,
+    Ping,
+    Register,
+    Reply,
+    Resolved,
+    Shutdown,
+    SupInit,
+)
+
+__all__ = ["DEFERRED", "CallCtx", "GenServer", "OnReply", "crash_error", "set_pdeathsig"]
+
+DEFERRED = object()
+"""Returned by ``handle_call`` when the reply will be sent later with ``self.reply(ctx, ...)``."""
+
+OnReply = Callable[[Any, AdkError | None], None]
+
+_PR_SET_PDEATHSIG = 1
+
+
+def set_pdeathsig(sig: int = signal.SIGTERM) -> None:
+    """Ask the kernel to signal this process when its parent dies (orphans must not outlive a killed parent)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: nothing to set
+        return
+
+
+def crash_error(exc: BaseException, where: str) -> ActorCrashed:
+    """A bounded structural error for a crash: exception type and location, never the exception text."""
+    return ActorCrashed(f"{where} crashed ({type(exc).__name__})",
+                        details={"exception_type": type(exc).__name__, "where": where})
+
+
+@dataclass(frozen=True, slots=True)
+class CallCtx:
+    """Where and how to answer one call."""
+
+    call_id: str
+    reply_to: Any
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True)
+class _TimerFire:
+    timer_id: int
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
+class _CallExpired:
+    call_id: str
+
+
+class Tier1Port:
+    """Outbound effects of a process actor: direct Thespian sends, wakeupAfter timers, registry forwarding."""
+
+    def __init__(self, actor: GenServer) -> None:
+        self.actor = actor
+        self.names: dict[str, Resolved] = {}
+        self.hostname = socket.gethostname()
+
+    def send(self, target: Any, message: Any) -> None:
+        if isinstance(target, str):
+            entry = self.names.get(target)
+            if entry is not None and self._alive(entry):
+                self.actor.send(entry.address, message)
+                return
+            self.names.pop(target, None)
+            if self.actor._registry is None:
+                raise AdkError("no registry to resolve names", reason="name_not_found", details={"name": target})
+            self.actor.send(self.actor._registry, Forward(name=target, message=message,
+                                                         deadline=time.monotonic() + 30.0))
+            return
+        self.actor.send(target, message)
+
+    def _alive(self, entry: Resolved) -> bool:
+        if entry.hostname != self.hostname:
+            return True
+        try:
+            os.kill(entry.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def start_timer(self, delay: float, timer_id: int, message: Any) -> None:
+        self.actor.wakeupAfter(max(0.0, delay), payload=_TimerFire(timer_id, message))
+
+    def cancel_timer(self, timer_id: int) -> None:
+        """Thespian wakeups cannot be withdrawn: the fire is ignored when it arrives (see GenServer)."""
+
+    def exit_self(self) -> None:
+        self.actor.send(self.actor.myAddress, ActorExitRequest())
+
+
+class GenServer(Actor):
+    """Base class of every adk_actors actor. See the module docstring for the hooks."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._parent: Any = None
+        self._child_id: str = type(self).__name__
+        self._registry: Any = None
+        self._register_as: str | None = None
+        self._system_port = 0
+        self._initialised = False
+        self._exiting = False
+        self._timer_ids = itertools.count(1)
+        self._timers: set[int] = set()
+        self._pending: dict[str, tuple[OnReply, float]] = {}
+        self._port: Any = Tier1Port(self)
+        self.log = get_logger(f"adk_actors.{type(self).__name__}")
+
+    # ---- hooks (override) -------------------------------------------------------------------------------------
+    def init(self, args: Any) -> Any:
+        """Called once with ``SupInit.args``; return DEFERRED to announce readiness later with ``ready()``."""
+        return None
+
+    def handle_call(self, request: Any, ctx: CallCtx) -> Any:
+        if isinstance(request, Ping):
+            return "pong"
+        if isinstance(request, GetStatus):
+            return self.full_status()
+        raise AdkError(f"{type(self).__name__} does not handle {type(request).__name__}",
+                       reason="unknown_request", details={"request": type(request).__name__})
+
+    def handle_info(self, message: Any, sender: Any) -> None:
+        self.log.debug("unhandled message", message_type=type(message).__name__)
+
+    def handle_timer(self, message: Any) -> None:
+        self.handle_info(message, None)
+
+    def handle_ready(self, fds: list[int]) -> None:
+        """A watched fd is readable."""
+
+    def handle_child_exited(self, address: Any) -> None:
+        """A child actor exited (no reason is known here; supervisors track ``ChildExit`` reports)."""
+
+    def watch_fds(self) -> list[int]:
+        return []
+
+    def status(self) -> dict[str, Any]:
+        return {}
+
+    def terminate(self, reason: str) -> None:
+        """Release resources before exit."""
+
+    # ---- API for subclasses -----------------------------------------------------------------------------------
+    def full_status(self) -> dict[str, Any]:
+        base = {"id": self._child_id, "type": type(self).__name__, "pid": os.getpid(),
+                "timers": len(self._timers), "pending_calls": len(self._pending)}
+        base.update(self.status())
+        return base
+
+    def reply(self, ctx: CallCtx, value: Any) -> None:
+        """Answer a deferred call (dropped when its deadline has passed: the asker has gone)."""
+        if time.monotonic() <= ctx.deadline:
+            self._port.send(ctx.reply_to, Reply(call_id=ctx.call_id, value=value))
+
+    def fail(self, ctx: CallCtx, error: AdkError) -> None:
+        if time.monotonic() <= ctx.deadline:
+            self._port.send(ctx.reply_to, Failure(call_id=ctx.call_id, error=error))
+
+    def send_to(self, ref: Any, message: Any) -> None:
+        """Send ``message`` to a ref: a registered name, an address, or (at tier 2) a ``LocalRef``."""
+        self._port.send(ref, message)
+
+    def call(self, ref: Any, request: Any, deadline: float, on_reply: OnReply) -> str:
+        """Asynchronous call: ``on_reply(value, None)`` or ``on_reply(None, error)`` runs exactly once later.
+
+        An ``AskTimeout`` is delivered when ``deadline`` (absolute monotonic) passes first; a later reply is
+        dropped.
+        """
+        call_id = uuid.uuid4().hex
+        self._pending[call_id] = (on_reply, deadline)
+        self._port.send(ref, Call(call_id=call_id, request=request, deadline=deadline,
+                                  reply_to=self.my_ref()))
+        self.start_timer(max(0.0, deadline - time.monotonic()), _CallExpired(call_id))
+        return call_id
+
+    def my_ref(self) -> Any:
+        return self.myAddress
+
+    def start_timer(self, delay: float, message: Any) -> int:
+        """Deliver ``message`` to ``handle_timer`` after ``delay`` seconds; returns a timer id."""
+        timer_id = next(self._timer_ids)
+        self._timers.add(timer_id)
+        self._port.start_timer(delay, timer_id, message)
+        return timer_id
+
+    def cancel_timer(self, timer_id: int) -> None:
+        if timer_id in self._timers:
+            self._timers.discard(timer_id)
+            self._port.cancel_timer(timer_id)
+
+    def stop(self, reason: str = "normal") -> None:
+        """Exit after this handler, telling the parent why."""
+        self._exit(reason, None)
+
+    # ---- the loop ---------------------------------------------------------------------------------------------
+    def receiveMessage(self, message: Any, sender: Any) -> Any:
+        if self._exiting:
+            if isinstance(message, Call):
+                self._answer_dead(message, sender)
+            return None
+        try:
+            self._dispatch(message, sender)
+        except Exception as exc:  # let it crash: report, answer, exit
+            self._crash(exc, message, sender)
+            return None
+        if self._exiting:
+            return None
+        fds = self.watch_fds()
+        return ThespianWatch(fds) if fds else None
+
+    def _dispatch(self, message: Any, sender: Any) -> None:
+        if isinstance(message, Call):
+            self._on_call(message, sender)
+        elif isinstance(message, Reply | Failure):
+            self._on_reply(message)
+        elif isinstance(message, WakeupMessage):
+            payload = message.payload
+            if isinstance(payload, _TimerFire):
+                self._fire(payload)
+        elif isinstance(message, _TimerFire):  # tier-2 timers arrive unwrapped
+            self._fire(message)
+        elif isinstance(message, WatchMessage):
+            self.handle_ready(list(message.ready))
+        elif isinstance(message, SupInit):
+            self._on_init(message, sender)
+        elif isinstance(message, ActorExitRequest):
+            self._exiting = True
+            self._safe_terminate("shutdown")
+        elif isinstance(message, Shutdown):
+            self.stop(message.reason)
+        elif isinstance(message, ChildActorExited):
+            self.handle_child_exited(message.childAddress)
+        elif isinstance(message, Resolved):
+            self._port.names[message.name] = message
+        elif isinstance(message, PoisonMessage):
+            self.log.warning("message could not be delivered", message_type=type(message.poisonMessage).__name__)
+        elif isinstance(message, DeadEnvelope):
+            self.handle_info(message, sender)
+        else:
+            self.handle_info(message, sender)
+
+    def _on_init(self, message: SupInit, sender: Any) -> None:
+        self._parent = message.parent
+        self._child_id = message.child_id
+        self._registry = message.registry
+        self._register_as = message.register_as
+        self._system_port = message.system_port
+        if self._system_port:
+            os.environ["ADK_SYSTEM_PORT"] = str(self._system_port)
+        if self.tier == 1:
+            set_pdeathsig()
+        result = self.init(message.args)
+        self._initialised = True
+        if self._register_as and self._registry is not None:
+            self.send(self._registry, Register(name=self._register_as, address=self.myAddress, pid=os.getpid(),
+                                               kind=type(self).__name__, hostname=socket.gethostname()))
+        if result is not DEFERRED:
+            self.ready()
+
+    def ready(self) -> None:
+        """Tell the parent this actor is started (called automatically unless ``init`` returned DEFERRED)."""
+        if self._parent is not None:
+            self._port.send(self._parent, ChildReady(child_id=self._child_id, pid=os.getpid(),
+                                                     address=self.my_ref()))
+
+    tier = 1
+
+    def _on_call(self, call: Call, sender: Any) -> None:
+        ctx = CallCtx(call.call_id, call.reply_to if call.reply_to is not None else sender, call.deadline)
+        if time.monotonic() > call.deadline:
+            return
+        try:
+            value = self.handle_call(call.request, ctx)
+        except AdkError as err:
+            self.fail(ctx, err)
+            return
+        except Exception as exc:
+            self._crash(exc, call, ctx.reply_to)
+            return
+        if value is not DEFERRED:
+            self.reply(ctx, value)
+
+    def _on_reply(self, message: Reply | Failure) -> None:
+        entry = self._pending.pop(message.call_id, None)
+        if entry is None:
+            return  # late or unknown: dropped
+        on_reply = entry[0]
+        if isinstance(message, Reply):
+            on_reply(message.value, None)
+        else:
+            on_reply(None, message.error)
+
+    def _fire(self, fire: _TimerFire) -> None:
+        if fire.timer_id not in self._timers:
+            return
+        self._timers.discard(fire.timer_id)
+        if isinstance(fire.message, _CallExpired):
+            entry = self._pending.pop(fire.message.call_id, None)
+            if entry is not None:
+                entry[0](None, AskTimeout("call deadline passed", details={"call_id": fire.message.call_id}))
+            return
+        self.handle_timer(fire.message)
+
+    def _answer_dead(self, call: Call, sender: Any) -> None:
+        target = call.reply_to if call.reply_to is not None else sender
+        err = ActorCrashed("actor is exiting", details={"actor": self._child_id})
+        self._port.send(target, Failure(call_id=call.call_id, error=err))
+
+    def _crash(self, exc: BaseException, message: Any, sender: Any) -> None:
+        if self._exiting:
+            return
+        where = f"{type(self).__name__}.{type(message).__name__}"
+        self.log.error("actor crashed", actor=self._child_id, where=where, exception_type=type(exc).__name__)
+        err = crash_error(exc, where)
+        if isinstance(message, Call) and sender is not None and time.monotonic() <= message.deadline:
+            target = message.reply_to if message.reply_to is not None else sender
+            self._port.send(target, Failure(call_id=message.call_id, error=err))
+        self._exit("crash", {"type": type(exc).__name__, "where": where})
+
+    def _exit(self, reason: str, error: dict[str, Any] | None) -> None:
+        if self._exiting:
+            return
+        self._exiting = True
+        self._safe_terminate(reason)
+        for on_reply, _deadline in list(self._pending.values()):
+            try:
+                on_reply(None, ActorCrashed("caller exited", details={"actor": self._child_id}))
+            except Exception:  # the caller is exiting anyway
+                pass
+        self._pending.clear()
+        if self._parent is not None:
+            self._port.send(self._parent, ChildExit(child_id=self._child_id, reason=reason, error=error))
+        self._port.exit_self()
+
+    def _safe_terminate(self, reason: str) -> None:
+        try:
+            self.terminate(reason)
+        except Exception as exc:
+            self.log.warning("terminate raised", actor=self._child_id, exception_type=type(exc).__name__)
+

@@ -1,0 +1,457 @@
+"""Lifecycle and facade plumbing: start / attach / stop an actor system, and ask / cast into it.
+
+``start()`` boots a multiprocTCPBase system from a clean subprocess (``runtime/boot.py``) and attaches to it by
+admin port. In owned mode (the default) the root watches the starter's pid and takes the system down when it
+dies. ``attach(port)`` joins a running system and owns nothing. ``stop()`` asks the root to stop its children
+in reverse order, shuts the admin down and then kills the system's process group: no actor process outlives it.
+
+Every ask goes through a fresh external endpoint (``ActorSystem.private()`` semantics, closed in ``finally``)
+with a correlation id and an absolute deadline: replies for another call id are dropped, Thespian's ``None`` is
+:class:`~adk_actors.errors.AskTimeout`, a ``PoisonMessage`` is :class:`~adk_actors.errors.ActorCrashed`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from thespian.actors import ActorAddress, ActorSystem, ActorSystemFailure, PoisonMessage
+from thespian.actors import ExternalContext as _ExternalContext
+
+from adk_actors.errors import ActorCrashed, AdkError, AskTimeout, ConfigError, RuntimeFailure, SystemNotRunning
+from adk_actors.runtime.logdefs import NULL_LOG_DEFS, sink_path, thesplog_path
+from adk_actors.runtime.messages import Call, Failure, GetStatus, Lookup, Reply, Resolved, Route, Shutdown
+from adk_actors.runtime.root import ROOT_NAME, Root, SystemInfo
+from adk_actors.settings import Settings, load_settings
+
+__all__ = [
+    "ActorSystemHandle",
+    "attach",
+    "current_system",
+    "group_pids",
+    "open_actor_system",
+    "port_listening",
+    "start",
+    "stop",
+]
+
+_lock = threading.RLock()
+_default: ActorSystemHandle | None = None
+_HOSTNAME = socket.gethostname()
+
+
+def port_listening(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
+    """Whether something accepts TCP connections on ``host:port``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def group_pids(pgid: int) -> list[int]:
+    """Live (non-zombie) pids whose process group is ``pgid`` (read from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            found.append(int(entry))
+    return found
+
+
+def _wait_gone(pids: list[int], timeout: float) -> list[int]:
+    """Block (on pidfds, no polling) until every pid has exited or ``timeout`` passes; return the survivors."""
+    fds: dict[int, int] = {}
+    for pid in pids:
+        try:
+            fds[os.pidfd_open(pid)] = pid
+        except (ProcessLookupError, OSError):
+            continue
+    deadline = time.monotonic() + timeout
+    try:
+        while fds:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            ready, _, _ = select.select(list(fds), [], [], remaining)
+            for fd in ready:
+                os.close(fd)
+                fds.pop(fd)
+        return list(fds.values())
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _thespian_env(settings: Settings, port: int) -> dict[str, str]:
+    return {
+        "THESPIAN_BASE_IPADDR": settings.bind_ip,
+        "THESPLOG_FILE": str(thesplog_path(settings.data_path(), port)),
+        "THESPLOG_THRESHOLD": "WARNING",
+        "ADK_SYSTEM_PORT": str(port),
+    }
+
+
+class ActorSystemHandle:
+    """One attachment to one actor system (several may coexist in a process, on different ports)."""
+
+    def __init__(self, port: int, settings: Settings, *, owned: bool, info: dict[str, Any],
+                 asys: ActorSystem) -> None:
+        self.port = port
+        self.settings = settings
+        self.owned = owned
+        self._asys: ActorSystem | None = asys
+        self.root: Any = info["root"]
+        self.registry: Any = info["registry"]
+        self.router: Any = info["router"]
+        self.pgid: int = int(info["pgid"])
+        self.root_pid: int = int(info["root_pid"])
+        self._names: dict[str, Resolved] = {}
+        self._names_lock = threading.Lock()
+
+    # ---- paths ----------------------------------------------------------------------------------------------------
+    @property
+    def log_sink(self) -> Path:
+        return sink_path(self.settings.data_path(), self.port)
+
+    @property
+    def thesplog(self) -> Path:
+        return thesplog_path(self.settings.data_path(), self.port)
+
+    @property
+    def running(self) -> bool:
+        return self._asys is not None
+
+    # ---- asks -----------------------------------------------------------------------------------------------------
+    def _system(self) -> ActorSystem:
+        if self._asys is None:
+            raise SystemNotRunning("this actor system handle is stopped", details={"port": self.port})
+        return self._asys
+
+    def ask(self, target: Any, request: Any, timeout: float | None = None) -> Any:
+        """Ask ``target`` (an address or a registered name) and return the reply value.
+
+        Raises:
+            AskTimeout: no reply before the deadline.
+            ActorCrashed: the target crashed handling the request (or could not take it).
+            AdkError: whatever error the target answered with.
+        """
+        timeout = self.settings.ask_timeout_s if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        address = self.resolve(target, deadline) if isinstance(target, str) else target
+        try:
+            return self.ask_address(address, request, deadline)
+        except AskTimeout:
+            if isinstance(target, str):
+                self._forget(target)
+            raise
+
+    def ask_address(self, address: Any, request: Any, deadline: float) -> Any:
+        call_id = uuid.uuid4().hex
+        context = _ExternalContext(self._system()._systemBase.external_clone())
+        try:
+            message = Call(call_id=call_id, request=request, deadline=deadline)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AskTimeout("deadline passed before the ask", details={"request": type(request).__name__})
+            try:
+                reply = context.ask(address, message, remaining)
+            except ActorSystemFailure as exc:
+                raise RuntimeFailure("the message could not be sent", reason="send_failed",
+                                     details={"request": type(request).__name__,
+                                              "error": type(exc).__name__}) from None
+            while True:
+                if isinstance(reply, Reply) and reply.call_id == call_id:
+                    return reply.value
+                if isinstance(reply, Failure) and reply.call_id == call_id:
+                    raise reply.error
+                if isinstance(reply, PoisonMessage) and getattr(reply.poisonMessage, "call_id", None) == call_id:
+                    raise ActorCrashed("the target could not handle the request",
+                                       details={"request": type(request).__name__})
+                remaining = deadline - time.monotonic()
+                if reply is None or remaining <= 0:
+                    raise AskTimeout("no reply before the deadline",
+                                     details={"request": type(request).__name__, "call_id": call_id})
+                reply = context.listen(remaining)
+        finally:
+            context.exit_clone()
+
+    def resolve(self, name: str, deadline: float | None = None) -> Any:
+        """The current address registered as ``name`` (cached; re-resolved when its process is gone).
+
+        Raises:
+            NameNotFound: nothing registered it before the deadline.
+        """
+        if name == ROOT_NAME:
+            return self.root
+        with self._names_lock:
+            entry = self._names.get(name)
+        if entry is not None and _alive(entry):
+            return entry.address
+        deadline = deadline if deadline is not None else time.monotonic() + self.settings.ask_timeout_s
+        resolved = self.ask_address(self.registry, Lookup(name=name), deadline)
+        with self._names_lock:
+            self._names[name] = resolved
+        return resolved.address
+
+    def _forget(self, name: str) -> None:
+        with self._names_lock:
+            self._names.pop(name, None)
+
+    def cast(self, target: Any, message: Any) -> None:
+        """Fire-and-forget through the router (never blocks on a busy target)."""
+        try:
+            self._system().tell(self.router, Route(target=target, message=message))
+        except ActorSystemFailure as exc:
+            raise RuntimeFailure("the message could not be sent", reason="send_failed",
+                                 details={"error": type(exc).__name__}) from None
+
+    def tell(self, address: Any, message: Any) -> None:
+        """A raw tell to an address (blocks while the target is busy: prefer :meth:`cast`)."""
+        self._system().tell(address, message)
+
+    # ---- introspection --------------------------------------------------------------------------------------------
+    def status(self, timeout: float | None = None) -> dict[str, Any]:
+        """The root's status: its children and node information."""
+        return dict(self.ask(self.root, GetStatus(), timeout))
+
+    def tree(self, timeout: float | None = None) -> dict[str, Any]:
+        """Walk the supervision tree from the root: each supervisor's status with its children's statuses."""
+        deadline = time.monotonic() + (timeout or self.settings.ask_timeout_s)
+        return self._walk(self.root, deadline)
+
+    def _walk(self, address: Any, deadline: float) -> dict[str, Any]:
+        status = dict(self.ask_address(address, GetStatus(), deadline))
+        status.pop("registry", None)
+        status.pop("router", None)
+        children = []
+        for child in status.get("children", []):
+            child = dict(child)
+            child_address = child.pop("address", None)
+            if child.get("state") == "running" and child_address is not None:
+                try:
+                    child["status"] = self._walk(child_address, deadline)
+                except AdkError as err:
+                    child["status"] = {"error": err.reason}
+            children.append(child)
+        if "children" in status:
+            status["children"] = children
+        return status
+
+    # ---- shutdown -------------------------------------------------------------------------------------------------
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the system: ordered shutdown from the root, admin shutdown, then SIGKILL of the process group."""
+        asys, self._asys = self._asys, None
+        if asys is None:
+            return
+        try:
+            if port_listening(self.port, self.settings.bind_ip):
+                with contextlib.suppress(Exception):
+                    asys.tell(self.root, Shutdown(reason="shutdown"))
+                _wait_gone([self.root_pid], timeout / 2)
+                done = threading.Event()
+
+                def shutdown() -> None:
+                    with contextlib.suppress(Exception):
+                        asys.shutdown()
+                    done.set()
+
+                threading.Thread(target=shutdown, daemon=True, name="adk-shutdown").start()
+                done.wait(timeout / 2)
+        finally:
+            _kill_group(self.pgid)
+            with _lock:
+                global _default
+                if _default is self:
+                    _default = None
+
+    def detach(self) -> None:
+        """Forget this handle without stopping the system (attached mode)."""
+        self._asys = None
+        with _lock:
+            global _default
+            if _default is self:
+                _default = None
+
+
+def _kill_group(pgid: int) -> None:
+    if pgid <= 1 or pgid == os.getpgid(0):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    _wait_gone(group_pids(pgid), 5.0)
+
+
+def _alive(entry: Resolved) -> bool:
+    if entry.hostname != _HOSTNAME:
+        return True
+    try:
+        os.kill(entry.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _client_system(settings: Settings, port: int) -> ActorSystem:
+    for key, value in _thespian_env(settings, port).items():
+        if key != "ADK_SYSTEM_PORT":
+            os.environ.setdefault(key, value)
+    return ActorSystem("multiprocTCPBase", {"Admin Port": port}, logDefs=NULL_LOG_DEFS, transientUnique=True)
+
+
+def _connect(settings: Settings, port: int, owned: bool, timeout: float) -> ActorSystemHandle:
+    if not port_listening(port, settings.bind_ip):
+        raise SystemNotRunning("no actor system listens on that port", details={"port": port})
+    asys = _client_system(settings, port)
+    try:
+        root = asys.createActor(Root, globalName=ROOT_NAME)
+        deadline = time.monotonic() + timeout
+        placeholder = {"root": root, "registry": None, "router": None, "pgid": 0, "root_pid": 0}
+        probe = ActorSystemHandle(port, settings, owned=owned, info=placeholder, asys=asys)
+        info = probe.ask_address(root, SystemInfo(), deadline)
+        if not info.get("ready") or info.get("registry") is None:
+            raise SystemNotRunning("the actor system at that port is not initialised", details={"port": port})
+        return ActorSystemHandle(port, settings, owned=owned, info={**info, "root": root}, asys=asys)
+    except BaseException:
+        # Never shut down a system we only tried to attach to: its owner decides.
+        raise
+
+
+def start(settings: Settings | None = None, *, owned: bool | None = None, **overrides: Any) -> ActorSystemHandle:
+    """Boot a node's actor system from a clean subprocess and attach to it.
+
+    Args:
+        settings: validated settings (default: :func:`~adk_actors.settings.load_settings` with ``overrides``).
+        owned: owned mode (default ``settings.owned``): the system stops when this process exits.
+
+    Raises:
+        ConfigError: invalid settings, or the admin port is already in use.
+        SystemNotRunning: the system failed to boot (details name the failure; see the boot log).
+    """
+    settings = settings.replace(**overrides) if settings is not None and overrides else (
+        settings or load_settings(**overrides))
+    owned = settings.owned if owned is None else owned
+    port = settings.admin_port
+    if port_listening(port, settings.bind_ip):
+        raise ConfigError("the admin port is already in use", reason="port_in_use", details={"port": port})
+    data = settings.data_path()
+    (data / "logs").mkdir(parents=True, exist_ok=True)
+    (data / "run").mkdir(parents=True, exist_ok=True)
+    ready = data / "run" / f"boot-{port}-{uuid.uuid4().hex[:8]}.json"
+    spec = {"port": port, "data_dir": str(data), "owner_pid": os.getpid() if owned else 0,
+            "ready_file": str(ready), "settings": settings.to_dict(), "log_level": settings.log_level,
+            "log_format": settings.log_format, "timeout": settings.start_timeout_s}
+    env = {k: v for k, v in os.environ.items() if k != "ADK_CONFIG"}
+    env.update(_thespian_env(settings, port))
+    if settings.gemini_api_key is not None:
+        env["GEMINI_API_KEY"] = settings.gemini_api_key.reveal()
+    boot_log = data / "logs" / f"system-{port}.out"
+    with open(boot_log, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "adk_actors.runtime.boot", json.dumps(spec)],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, close_fds=True,
+                                env=env, cwd=os.getcwd())
+    try:
+        proc.wait(timeout=settings.start_timeout_s + 5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise SystemNotRunning("the actor system did not boot in time", reason="start_timeout",
+                               details={"port": port, "boot_log": str(boot_log)}) from None
+    try:
+        result = json.loads(ready.read_text())
+    except (OSError, ValueError):
+        result = {"ok": False, "error": "NoReadyFile"}
+    finally:
+        ready.unlink(missing_ok=True)
+    if not result.get("ok"):
+        raise SystemNotRunning("the actor system failed to boot", reason="start_failed",
+                               details={"port": port, "error": result.get("error"), "boot_log": str(boot_log)})
+    try:
+        handle = _connect(settings, port, owned=owned, timeout=settings.start_timeout_s)
+    except BaseException:
+        _kill_group(int(result["pgid"]))
+        raise
+    with _lock:
+        global _default
+        _default = handle
+    return handle
+
+
+def attach(port: int | None = None, settings: Settings | None = None, *, make_default: bool = True,
+           timeout: float | None = None) -> ActorSystemHandle:
+    """Join a running system (attached mode: stopping this process leaves the system running).
+
+    ``port`` defaults to ``$ADK_SYSTEM_PORT`` (set inside actor processes), then ``settings.admin_port``.
+
+    Raises:
+        SystemNotRunning: nothing listens on the port or it is not an initialised adk_actors system.
+    """
+    settings = settings or load_settings()
+    if port is None:
+        env_port = os.environ.get("ADK_SYSTEM_PORT")
+        port = int(env_port) if env_port else settings.admin_port
+    handle = _connect(settings, port, owned=False, timeout=timeout or settings.ask_timeout_s)
+    if make_default:
+        with _lock:
+            global _default
+            _default = handle
+    return handle
+
+
+def current_system() -> ActorSystemHandle:
+    """The default handle of this process; inside an actor process, attaches by ``$ADK_SYSTEM_PORT``.
+
+    Raises:
+        SystemNotRunning: no system was started or attached.
+    """
+    with _lock:
+        if _default is not None and _default.running:
+            return _default
+    if os.environ.get("ADK_SYSTEM_PORT"):
+        return attach()
+    raise SystemNotRunning("no actor system: call adk_actors.start() or attach()")
+
+
+def stop() -> None:
+    """Stop the default system of this process (no-op when none)."""
+    with _lock:
+        handle = _default
+    if handle is not None:
+        if handle.owned:
+            handle.stop()
+        else:
+            handle.detach()
+
+
+@contextlib.contextmanager
+def open_actor_system(settings: Settings | None = None, **overrides: Any) -> Iterator[ActorSystemHandle]:
+    """Start an owned system for the duration of a ``with`` block; stopped on exit, also on error."""
+    handle = start(settings, **overrides)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+def is_address(value: Any) -> bool:
+    return isinstance(value, ActorAddress)

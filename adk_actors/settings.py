@@ -1,0 +1,260 @@
+"""Node-wide settings: ``config/adk.toml``, then ``ADK_*`` environment variables, then arguments.
+
+Every setting has a documented default (``config/adk.toml`` in the repository lists them all with comments, and
+``docs/CONFIGURATION.md`` explains them). Validation is strict: an unknown key in the file, an unknown ``ADK_*``
+variable, or a value of the wrong type or range raises :class:`~adk_actors.errors.ConfigError` with reason
+``unknown_key`` or ``invalid_value`` and ``details["key"]`` naming it. Secrets are held as
+:class:`~adk_actors.secrets.Secret`.
+
+Units follow the reference: ``*_ms`` settings are milliseconds, ``*_s`` settings seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args, get_type_hints
+
+from adk_actors.errors import ConfigError
+from adk_actors.secrets import Secret
+
+__all__ = ["ENV_PREFIX", "INTERNAL_ENV", "Settings", "load_settings"]
+
+ENV_PREFIX = "ADK_"
+# Variables adk_actors sets for its own processes; not settings, so the strict check skips them.
+INTERNAL_ENV = frozenset({"ADK_CONFIG", "ADK_SYSTEM_PORT", "ADK_STRICT_PICKLE_TESTS"})
+
+Infinity = Literal["infinity"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Validated node-wide settings. Build with :func:`load_settings`; fields are documented in adk.toml."""
+
+    admin_port: int = 19500
+    """Thespian admin TCP port of this node's actor system."""
+    bind_ip: str = "127.0.0.1"
+    """Address the actor system advertises and binds (THESPIAN_BASE_IPADDR). Loopback by default."""
+    data_dir: str = "var/adk"
+    """Directory for logs, the default SQLite stores and run files. Relative paths resolve against the cwd."""
+    log_format: Literal["console", "json"] = "console"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    owned: bool = True
+    """Owned mode: the system shuts itself down when the process that called start() dies."""
+    start_timeout_s: float = 30.0
+    ask_timeout_s: float = 10.0
+    """Default deadline of a facade call that is not given a timeout."""
+    hosts: int = 2
+    """Number of tier-1 host processes that run tier-2 actors (about one per core)."""
+    host_io_threads: int = 16
+    """Provider I/O threads per host."""
+    workers: int = 2
+    """Pre-forked worker processes for user code (tools, callbacks, workflow actions)."""
+    worker_rlimit_as_mb: int = 0
+    """Address-space limit per worker job in MiB; 0 disables it."""
+    supervisor_intensity: int = 3
+    supervisor_period_s: float = 5.0
+    strict_pickle: bool = False
+    """Pickle every message that crosses a host (test mode)."""
+    session_backend: Literal["memory", "sql"] = "memory"
+    session_url: str = ""
+    """SQLAlchemy URL for session_backend = "sql"; empty means a SQLite file under data_dir."""
+    gemini_api_key: Secret | None = None
+    gemini_base_url: str = ""
+    """Base URL of the Gemini API (empty: the public endpoint); point it at the emulator for offline use."""
+    default_model: str = "gemini-3.1-flash-lite"
+    agent_call_timeout_ms: int | Infinity = 60000
+    agent_turn_timeout_ms: int | Infinity = 60000
+    max_concurrent_invocations: int = 32
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Reserved for later issues' sections; must be empty today."""
+
+    def data_path(self, *parts: str) -> Path:
+        """A path under ``data_dir`` (absolute)."""
+        return Path(self.data_dir).expanduser().resolve().joinpath(*parts)
+
+    def replace(self, **changes: Any) -> Settings:
+        """A validated copy with ``changes`` applied."""
+        return _build({**_as_dict(self), **changes}, source="argument")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe settings without the API key (passed separately, through the environment)."""
+        out = _as_dict(self)
+        out.pop("gemini_api_key")
+        out["extra"] = dict(self.extra)
+        return out
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], source: str = "argument") -> Settings:
+        """Validate a mapping of settings (as produced by :meth:`to_dict`) into ``Settings``.
+
+        Raises:
+            ConfigError: ``unknown_key`` or ``invalid_value``.
+        """
+        return _build(values, source=source)
+
+    def public_dict(self) -> dict[str, Any]:
+        """JSON-safe view for status and doctor output; secrets appear only as a presence flag."""
+        out = _as_dict(self)
+        out["gemini_api_key"] = "set" if self.gemini_api_key else "unset"
+        out["extra"] = dict(self.extra)
+        return out
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+_HINTS = get_type_hints(Settings)
+
+
+def _as_dict(s: Settings) -> dict[str, Any]:
+    return {name: getattr(s, name) for name in _FIELDS}
+
+
+def _coerce(key: str, value: Any, source: str) -> Any:
+    hint = _HINTS[key]
+    def bad(why: str) -> ConfigError:
+        return ConfigError(f"setting {key!r} from {source}: {why}", reason="invalid_value",
+                           details={"key": key, "source": source})
+    from_env = source == "environment"
+    if key == "gemini_api_key":
+        if value is None or isinstance(value, Secret):
+            return value
+        if isinstance(value, str):
+            return Secret(value) if value else None
+        raise bad("expected a string")
+    if key == "extra":
+        if not isinstance(value, Mapping) or value:
+            raise bad("no extra settings are defined yet")
+        return dict(value)
+    args = get_args(hint)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if from_env and isinstance(value, str) and value.lower() in {"1", "true", "yes", "on", "0", "false", "no",
+                                                                      "off"}:
+            return value.lower() in {"1", "true", "yes", "on"}
+        raise bad("expected a boolean")
+    if hint is int or (args and int in args):
+        if isinstance(value, str) and value == "infinity" and "infinity" in str(hint):
+            return value
+        if from_env and isinstance(value, str):
+            try:
+                value = int(value)
+            except ValueError:
+                raise bad("expected an integer") from None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("expected an integer")
+        if value < 0:
+            raise bad("must be >= 0")
+        if key in {"admin_port"} and not 1024 <= value <= 65535:
+            raise bad("port out of range 1024..65535")
+        if key in {"hosts", "workers", "host_io_threads", "max_concurrent_invocations",
+                   "supervisor_intensity"} and value < 1:
+            raise bad("must be >= 1")
+        return value
+    if hint is float:
+        if from_env and isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise bad("expected a number") from None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            raise bad("expected a positive finite number")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise bad("expected a string")
+        return value
+    if args and all(isinstance(a, str) for a in args):  # Literal
+        if value not in args:
+            raise ConfigError(f"setting {key!r}: must be one of {list(args)}", reason="invalid_value",
+                              details={"key": key, "allowed": list(args), "source": source})
+        return value
+    raise bad("unsupported type")  # pragma: no cover - every field is handled above
+
+
+def _build(values: Mapping[str, Any], source: str) -> Settings:
+    clean: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in _FIELDS:
+            raise ConfigError(f"unknown setting {key!r} ({source})", reason="unknown_key",
+                              details={"key": key, "source": source})
+        clean[key] = _coerce(key, value, source)
+    return Settings(**clean)
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError("configuration file not found", reason="config_not_found",
+                          details={"path": str(path)}) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"configuration file is not valid TOML: {exc}", reason="invalid_toml",
+                          details={"path": str(path)}) from None
+    # The file groups settings in tables for readability; keys are unique across tables.
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and key in {"system", "runtime", "logging", "sessions", "gemini", "agents"}:
+            for inner, inner_value in value.items():
+                if inner in flat:
+                    raise ConfigError("setting given twice", reason="duplicate_key", details={"key": inner})
+                flat[inner] = inner_value
+        else:
+            flat[key] = value
+    for key in flat:
+        if key not in _FIELDS:
+            raise ConfigError(f"unknown setting {key!r} in {path}", reason="unknown_key",
+                              details={"key": key, "source": str(path)})
+    return flat
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in env.items():
+        if not name.startswith(ENV_PREFIX) or name in INTERNAL_ENV:
+            continue
+        key = name[len(ENV_PREFIX):].lower()
+        if key not in _FIELDS or key == "extra":
+            raise ConfigError(f"unknown environment setting {name}", reason="unknown_key",
+                              details={"key": name, "source": "environment"})
+        out[key] = value
+    if "gemini_api_key" not in out and env.get("GEMINI_API_KEY"):
+        out["gemini_api_key"] = env["GEMINI_API_KEY"]
+    if "gemini_base_url" not in out and env.get("GEMINI_BASE_URL"):
+        out["gemini_base_url"] = env["GEMINI_BASE_URL"]
+    return out
+
+
+def load_settings(config_file: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None,
+                  use_env: bool = True, **overrides: Any) -> Settings:
+    """Load settings: defaults < config file < ``ADK_*`` environment < keyword overrides.
+
+    The file is ``config_file`` if given, else ``$ADK_CONFIG``, else ``config/adk.toml`` in the current directory
+    if it exists, else none (defaults only).
+
+    Raises:
+        ConfigError: ``unknown_key``, ``invalid_value``, ``invalid_toml`` or ``config_not_found``.
+    """
+    environ = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    path: Path | None = None
+    if config_file is not None:
+        path = Path(config_file)
+    elif use_env and environ.get("ADK_CONFIG"):
+        path = Path(environ["ADK_CONFIG"])
+    elif Path("config/adk.toml").is_file():
+        path = Path("config/adk.toml")
+    if path is not None:
+        values = _read_file(path)
+    merged = _as_dict(_build(values, source=str(path) if path else "defaults"))
+    if use_env:
+        merged.update(_as_dict(_build({**merged, **_from_env(environ)}, source="environment")))
+    if overrides:
+        merged.update(_as_dict(_build({**merged, **overrides}, source="argument")))
+    return _build(merged, source="argument")
