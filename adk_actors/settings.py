@@ -74,6 +74,11 @@ class Settings:
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Reserved for later issues' sections; must be empty today."""
 
+    def __post_init__(self) -> None:
+        # Direct construction is validated exactly like every other source.
+        for name in _FIELD_NAMES:
+            object.__setattr__(self, name, _coerce(name, getattr(self, name), "argument"))
+
     def data_path(self, *parts: str) -> Path:
         """A path under ``data_dir`` (absolute)."""
         return Path(self.data_dir).expanduser().resolve().joinpath(*parts)
@@ -107,6 +112,7 @@ class Settings:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+_FIELD_NAMES = tuple(_FIELDS)
 _HINTS = get_type_hints(Settings)
 
 

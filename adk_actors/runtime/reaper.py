@@ -11,34 +11,27 @@ import signal
 import sys
 import time
 
+from adk_actors.runtime.procs import group_pids
+
 
 def _group_alive(pgid: int) -> bool:
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    return bool(group_pids(pgid))
+
+
+def reap(pgid: int, timeout: float = 5.0) -> None:
+    """Freeze the whole group (SIGSTOP: no supervisor can restart anything), then SIGKILL it until it is empty."""
+    deadline = time.monotonic() + timeout
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
         try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
-
-
-def reap(pgid: int, grace: float = 1.5) -> None:
-    """SIGTERM the group, wait up to ``grace`` seconds, then SIGKILL whatever is left."""
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and _group_alive(pgid):
-        time.sleep(0.05)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from thespian.actors import DeadEnvelope
 
 from adk_actors.errors import NameNotFound
 from adk_actors.runtime.messages import Down, Forward, GetStatus, Lookup, Ping, Register, Resolved, Unregister
+from adk_actors.runtime.procs import pid_alive
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
 __all__ = ["Registry"]
@@ -60,7 +61,7 @@ class Registry(GenServer):
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
         if isinstance(request, Lookup):
             entry = self.entries.get(request.name)
-            if entry is not None and request.name not in self.down:
+            if entry is not None and request.name not in self.down and self._alive(entry):
                 return entry
             parked = self.parked.setdefault(request.name, _Parked())
             if len(parked.lookups) >= _MAX_PARKED_PER_NAME:
@@ -101,9 +102,18 @@ class Registry(GenServer):
         else:
             super().handle_info(message, sender)
 
+    def _alive(self, entry: Resolved) -> bool:
+        """Same-host entries are checked against the process table: a SIGKILLed actor is down at once."""
+        if entry.hostname != self.hostname:
+            return True
+        alive = pid_alive(entry.pid)
+        if not alive:
+            self.down.add(entry.name)
+        return alive
+
     def _forward(self, name: str, payload: Any, deadline: float, sender: Any) -> None:
         entry = self.entries.get(name)
-        if entry is not None and name not in self.down:
+        if entry is not None and name not in self.down and self._alive(entry):
             self.send(entry.address, payload)
             if sender is not None:
                 self.send(sender, entry)

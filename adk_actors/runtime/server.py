@@ -64,6 +64,7 @@ from adk_actors.runtime.messages import (
     Shutdown,
     SupInit,
 )
+from adk_actors.runtime.procs import pid_alive
 
 __all__ = ["DEFERRED", "CallCtx", "GenServer", "OnReply", "crash_error", "set_pdeathsig"]
 
@@ -133,15 +134,7 @@ class Tier1Port:
         self.actor.send(target, message)
 
     def _alive(self, entry: Resolved) -> bool:
-        if entry.hostname != self.hostname:
-            return True
-        try:
-            os.kill(entry.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return entry.hostname != self.hostname or pid_alive(entry.pid)
 
     def start_timer(self, delay: float, timer_id: int, message: Any) -> None:
         self.actor.wakeupAfter(max(0.0, delay), payload=_TimerFire(timer_id, message))

@@ -33,6 +33,7 @@ from thespian.actors import ExternalContext as _ExternalContext
 from adk_actors.errors import ActorCrashed, AdkError, AskTimeout, ConfigError, RuntimeFailure, SystemNotRunning
 from adk_actors.runtime.logdefs import NULL_LOG_DEFS, sink_path, thesplog_path
 from adk_actors.runtime.messages import Call, Failure, GetStatus, Lookup, Reply, Resolved, Route, Shutdown
+from adk_actors.runtime.procs import group_pids, pid_alive
 from adk_actors.runtime.root import ROOT_NAME, Root, SystemInfo
 from adk_actors.settings import Settings, load_settings
 
@@ -59,22 +60,6 @@ def port_listening(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> 
             return True
     except OSError:
         return False
-
-
-def group_pids(pgid: int) -> list[int]:
-    """Live (non-zombie) pids whose process group is ``pgid`` (read from /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            found.append(int(entry))
-    return found
 
 
 def _wait_gone(pids: list[int], timeout: float) -> list[int]:
@@ -156,15 +141,20 @@ class ActorSystemHandle:
         """
         timeout = self.settings.ask_timeout_s if timeout is None else timeout
         deadline = time.monotonic() + timeout
-        address = self.resolve(target, deadline) if isinstance(target, str) else target
+        if not isinstance(target, str):
+            return self.ask_address(address=target, request=request, deadline=deadline)
+        entry = self.resolve_entry(target, deadline)
         try:
-            return self.ask_address(address, request, deadline)
-        except AskTimeout:
-            if isinstance(target, str):
-                self._forget(target)
+            return self.ask_address(entry.address, request, deadline,
+                                    monitor_pid=entry.pid if entry.hostname == _HOSTNAME else 0)
+        except (AskTimeout, ActorCrashed):
+            self._forget(target)
             raise
 
-    def ask_address(self, address: Any, request: Any, deadline: float) -> Any:
+    def ask_address(self, address: Any, request: Any, deadline: float, monitor_pid: int = 0) -> Any:
+        """Ask one address. With ``monitor_pid`` the target process is monitored during the wait, as OTP's
+        ``gen_server:call`` does: if it dies the call fails at once with ``ActorCrashed(reason="noproc")``.
+        """
         call_id = uuid.uuid4().hex
         context = _ExternalContext(self._system()._systemBase.external_clone())
         try:
@@ -173,7 +163,7 @@ class ActorSystemHandle:
             if remaining <= 0:
                 raise AskTimeout("deadline passed before the ask", details={"request": type(request).__name__})
             try:
-                reply = context.ask(address, message, remaining)
+                reply = context.ask(address, message, min(remaining, _MONITOR_SLICE) if monitor_pid else remaining)
             except ActorSystemFailure as exc:
                 raise RuntimeFailure("the message could not be sent", reason="send_failed",
                                      details={"request": type(request).__name__,
@@ -187,10 +177,13 @@ class ActorSystemHandle:
                     raise ActorCrashed("the target could not handle the request",
                                        details={"request": type(request).__name__})
                 remaining = deadline - time.monotonic()
-                if reply is None or remaining <= 0:
+                if remaining <= 0 or (reply is None and not monitor_pid):
                     raise AskTimeout("no reply before the deadline",
                                      details={"request": type(request).__name__, "call_id": call_id})
-                reply = context.listen(remaining)
+                if reply is None and not pid_alive(monitor_pid):
+                    raise ActorCrashed("the target process exited during the call", reason="noproc",
+                                       details={"request": type(request).__name__})
+                reply = context.listen(min(remaining, _MONITOR_SLICE) if monitor_pid else remaining)
         finally:
             context.exit_clone()
 
@@ -200,17 +193,20 @@ class ActorSystemHandle:
         Raises:
             NameNotFound: nothing registered it before the deadline.
         """
+        return self.resolve_entry(name, deadline).address
+
+    def resolve_entry(self, name: str, deadline: float | None = None) -> Resolved:
         if name == ROOT_NAME:
-            return self.root
+            return Resolved(name=name, address=self.root, pid=self.root_pid, hostname=_HOSTNAME, generation=0)
         with self._names_lock:
             entry = self._names.get(name)
         if entry is not None and _alive(entry):
-            return entry.address
+            return entry
         deadline = deadline if deadline is not None else time.monotonic() + self.settings.ask_timeout_s
-        resolved = self.ask_address(self.registry, Lookup(name=name), deadline)
+        resolved: Resolved = self.ask_address(self.registry, Lookup(name=name), deadline)
         with self._names_lock:
             self._names[name] = resolved
-        return resolved.address
+        return resolved
 
     def _forget(self, name: str) -> None:
         with self._names_lock:
@@ -300,16 +296,12 @@ def _kill_group(pgid: int) -> None:
     _wait_gone(group_pids(pgid), 5.0)
 
 
+_MONITOR_SLICE = 0.05
+"""While waiting for a reply from a monitored process, check its liveness this often (seconds)."""
+
+
 def _alive(entry: Resolved) -> bool:
-    if entry.hostname != _HOSTNAME:
-        return True
-    try:
-        os.kill(entry.pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return entry.hostname != _HOSTNAME or pid_alive(entry.pid)
 
 
 def _client_system(settings: Settings, port: int) -> ActorSystem:
