@@ -13,7 +13,7 @@ from adk_actors.errors import AdkError
 
 __all__ = [
     "Call", "ChildExit", "ChildReady", "Down", "Failure", "Forward", "GetStatus", "Lookup", "Ping", "Register",
-    "Reply", "Resolved", "Route", "Shutdown", "StartChild", "SupInit", "TerminateChild", "Unregister",
+    "Reply", "Resolved", "Route", "Shutdown", "StartChild", "SupInit", "TerminateChild", "ToInner", "Unregister",
 ]
 
 
@@ -172,4 +172,12 @@ class Route:
     """Router: fire-and-forget delivery of ``message`` to ``target`` (an address or a registered name)."""
 
     target: Any
+    message: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToInner:
+    """Deliver ``message`` to inner actor ``local_id`` of the receiving host."""
+
+    local_id: str
     message: Any

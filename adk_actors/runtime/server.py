@@ -64,9 +64,14 @@ from adk_actors.runtime.messages import (
     Shutdown,
     SupInit,
 )
+from adk_actors.runtime.messages import (
+    ToInner as ToInnerMessage,
+)
 from adk_actors.runtime.procs import pid_alive
+from adk_actors.runtime.refs import LocalRef, host_name
 
-__all__ = ["DEFERRED", "CallCtx", "GenServer", "OnReply", "crash_error", "set_pdeathsig"]
+__all__ = ["DEFERRED", "CallCtx", "GenServer", "InnerInit", "IoDone", "OnReply", "TimerFire", "ToInnerMessage",
+           "crash_error", "set_pdeathsig"]
 
 DEFERRED = object()
 """Returned by ``handle_call`` when the reply will be sent later with ``self.reply(ctx, ...)``."""
@@ -101,14 +106,50 @@ class CallCtx:
 
 
 @dataclass(frozen=True, slots=True)
-class _TimerFire:
+class TimerFire:
+    """A timer started with ``start_timer`` is due (delivered by Thespian at tier 1, by the host at tier 2)."""
+
     timer_id: int
     message: Any
 
 
 @dataclass(frozen=True, slots=True)
+class IoDone:
+    """A blocking call submitted with ``io_call`` finished."""
+
+    io_id: int
+    value: Any
+    error: AdkError | None
+
+
+@dataclass(frozen=True, slots=True)
+class InnerInit:
+    """The host's first message to an inner actor (never pickled: it carries the host's port object)."""
+
+    port: Any
+    local_id: str
+    args: Any
+    registry: Any
+    register_as: str | None
+    system_port: int
+    parent: Any
+
+
+@dataclass(frozen=True, slots=True)
 class _CallExpired:
     call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class _IoExpired:
+    io_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class _InlineDone:
+    on_done: Any
+    value: Any
+    error: AdkError | None
 
 
 class Tier1Port:
@@ -118,8 +159,16 @@ class Tier1Port:
         self.actor = actor
         self.names: dict[str, Resolved] = {}
         self.hostname = socket.gethostname()
+        self.io_pool: Any = None
+
+    @property
+    def ref(self) -> Any:
+        return self.actor.myAddress
 
     def send(self, target: Any, message: Any) -> None:
+        if isinstance(target, LocalRef):
+            self.send(host_name(target.host_id), ToInnerMessage(local_id=target.local_id, message=message))
+            return
         if isinstance(target, str):
             entry = self.names.get(target)
             if entry is not None and self._alive(entry):
@@ -137,13 +186,28 @@ class Tier1Port:
         return entry.hostname != self.hostname or pid_alive(entry.pid)
 
     def start_timer(self, delay: float, timer_id: int, message: Any) -> None:
-        self.actor.wakeupAfter(max(0.0, delay), payload=_TimerFire(timer_id, message))
+        self.actor.wakeupAfter(max(0.0, delay), payload=TimerFire(timer_id, message))
 
     def cancel_timer(self, timer_id: int) -> None:
         """Thespian wakeups cannot be withdrawn: the fire is ignored when it arrives (see GenServer)."""
 
     def exit_self(self) -> None:
         self.actor.send(self.actor.myAddress, ActorExitRequest())
+
+    def submit_io(self, io_id: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        """Tier-1 blocking calls: a lazily created pool; the actor must then stay a leaf (no forking)."""
+        if self.io_pool is None:
+            from adk_actors.runtime.iopool import IOPool
+
+            self.io_pool = IOPool(4)
+        self.io_pool.submit(io_id, fn, *args)
+
+    def cancel_io(self, io_id: int) -> None:
+        if self.io_pool is not None:
+            self.io_pool.cancel(io_id)
+
+    def extra_fds(self) -> list[int]:
+        return [self.io_pool.read_fd] if self.io_pool is not None else []
 
 
 class GenServer(Actor):
@@ -160,8 +224,11 @@ class GenServer(Actor):
         self._exiting = False
         self._timer_ids = itertools.count(1)
         self._timers: set[int] = set()
-        self._pending: dict[str, tuple[OnReply, float]] = {}
+        self._pending: dict[str, tuple[OnReply, int]] = {}
+        self._io_pending: dict[int, tuple[OnReply, int]] = {}
+        self._io_ids = itertools.count(1)
         self._port: Any = Tier1Port(self)
+        self.tier = 1
         self.log = get_logger(f"adk_actors.{type(self).__name__}")
 
     # ---- hooks (override) -------------------------------------------------------------------------------------
@@ -225,14 +292,54 @@ class GenServer(Actor):
         dropped.
         """
         call_id = uuid.uuid4().hex
-        self._pending[call_id] = (on_reply, deadline)
-        self._port.send(ref, Call(call_id=call_id, request=request, deadline=deadline,
-                                  reply_to=self.my_ref()))
-        self.start_timer(max(0.0, deadline - time.monotonic()), _CallExpired(call_id))
+        timer = self.start_timer(max(0.0, deadline - time.monotonic()), _CallExpired(call_id))
+        self._pending[call_id] = (on_reply, timer)
+        self._port.send(ref, Call(call_id=call_id, request=request, deadline=deadline, reply_to=self.my_ref()))
         return call_id
 
     def my_ref(self) -> Any:
-        return self.myAddress
+        """This actor's ref: its address at tier 1, its ``LocalRef`` at tier 2."""
+        return self._port.ref
+
+    def io_call(self, fn: Callable[..., Any], args: tuple[Any, ...], deadline: float, on_done: OnReply) -> int:
+        """Run blocking ``fn(cancel_token, *args)`` on the I/O threads; ``on_done`` runs exactly once later.
+
+        At the deadline the call is cancelled (its sockets shut down) and ``on_done`` gets ``AskTimeout``.
+        """
+        io_id = next(self._io_ids)
+        timer = self.start_timer(max(0.0, deadline - time.monotonic()), _IoExpired(io_id))
+        self._io_pending[io_id] = (on_done, timer)
+        self._port.submit_io(io_id, fn, args)
+        return io_id
+
+    def cancel_io(self, io_id: int) -> None:
+        """Cancel a blocking call; its ``on_done`` receives a ``cancelled`` error."""
+        if io_id in self._io_pending:
+            self._port.cancel_io(io_id)
+
+    def run_job(self, fn: Any, args: tuple[Any, ...], deadline: float, on_done: OnReply, *,
+                inline: bool = False, job_class: str = "default") -> str | None:
+        """Run user code: in the worker-process pool (default) or, with ``inline=True``, right here.
+
+        Inline code must be trusted, fast and non-blocking; its result is still delivered asynchronously.
+        """
+        from adk_actors.runtime.callables import callable_ref
+        from adk_actors.runtime.workers import RunJob, normalize_result
+
+        ref = callable_ref(fn)
+        if inline:
+            try:
+                value, error = normalize_result(ref.resolve()(*args)), None
+            except AdkError as err:
+                value, error = None, err
+            except Exception as exc:
+                value, error = None, AdkError(f"inline function failed ({type(exc).__name__})",
+                                              reason="function_failed",
+                                              details={"exception_type": type(exc).__name__})
+            self.start_timer(0.0, _InlineDone(on_done, value, error))
+            return None
+        return self.call("workers", RunJob(fn=ref, args=args, deadline=deadline, job_class=job_class),
+                         deadline, on_done)
 
     def start_timer(self, delay: float, message: Any) -> int:
         """Deliver ``message`` to ``handle_timer`` after ``delay`` seconds; returns a timer id."""
@@ -263,7 +370,7 @@ class GenServer(Actor):
             return None
         if self._exiting:
             return None
-        fds = self.watch_fds()
+        fds = self.watch_fds() + (self._port.extra_fds() if self.tier == 1 else [])
         return ThespianWatch(fds) if fds else None
 
     def _dispatch(self, message: Any, sender: Any) -> None:
@@ -273,14 +380,30 @@ class GenServer(Actor):
             self._on_reply(message)
         elif isinstance(message, WakeupMessage):
             payload = message.payload
-            if isinstance(payload, _TimerFire):
+            if isinstance(payload, TimerFire):
                 self._fire(payload)
-        elif isinstance(message, _TimerFire):  # tier-2 timers arrive unwrapped
+            else:
+                self.handle_wakeup(payload)
+        elif isinstance(message, TimerFire):  # tier-2 timers arrive unwrapped
             self._fire(message)
+        elif isinstance(message, IoDone):
+            self._on_io(message)
         elif isinstance(message, WatchMessage):
-            self.handle_ready(list(message.ready))
+            ready = list(message.ready)
+            if self.tier == 1 and self._port.io_pool is not None and self._port.io_pool.read_fd in ready:
+                for result in self._port.io_pool.drain():
+                    self._on_io(IoDone(result.io_id, result.value, result.error))
+                ready.remove(self._port.io_pool.read_fd)
+            if ready:
+                self.handle_ready(ready)
         elif isinstance(message, SupInit):
             self._on_init(message, sender)
+        elif isinstance(message, InnerInit):
+            self._port = message.port
+            self.tier = 2
+            self._on_init(SupInit(parent=message.parent, child_id=message.local_id, args=message.args,
+                                  registry=message.registry, register_as=message.register_as,
+                                  system_port=message.system_port), sender)
         elif isinstance(message, ActorExitRequest):
             self._exiting = True
             self._safe_terminate("shutdown")
@@ -303,15 +426,16 @@ class GenServer(Actor):
         self._registry = message.registry
         self._register_as = message.register_as
         self._system_port = message.system_port
-        if self._system_port:
+        if self._system_port and self.tier == 1:
             os.environ["ADK_SYSTEM_PORT"] = str(self._system_port)
         if self.tier == 1:
             set_pdeathsig()
         result = self.init(message.args)
         self._initialised = True
         if self._register_as and self._registry is not None:
-            self.send(self._registry, Register(name=self._register_as, address=self.myAddress, pid=os.getpid(),
-                                               kind=type(self).__name__, hostname=socket.gethostname()))
+            self._port.send(self._registry, Register(name=self._register_as, address=self.my_ref(),
+                                                     pid=os.getpid(), kind=type(self).__name__,
+                                                     hostname=socket.gethostname()))
         if result is not DEFERRED:
             self.ready()
 
@@ -320,8 +444,6 @@ class GenServer(Actor):
         if self._parent is not None:
             self._port.send(self._parent, ChildReady(child_id=self._child_id, pid=os.getpid(),
                                                      address=self.my_ref()))
-
-    tier = 1
 
     def _on_call(self, call: Call, sender: Any) -> None:
         ctx = CallCtx(call.call_id, call.reply_to if call.reply_to is not None else sender, call.deadline)
@@ -342,16 +464,37 @@ class GenServer(Actor):
         entry = self._pending.pop(message.call_id, None)
         if entry is None:
             return  # late or unknown: dropped
-        on_reply = entry[0]
+        on_reply, timer = entry
+        self.cancel_timer(timer)
         if isinstance(message, Reply):
             on_reply(message.value, None)
         else:
             on_reply(None, message.error)
 
-    def _fire(self, fire: _TimerFire) -> None:
+    def _on_io(self, done: IoDone) -> None:
+        entry = self._io_pending.pop(done.io_id, None)
+        if entry is None:
+            return
+        on_done, timer = entry
+        self.cancel_timer(timer)
+        on_done(done.value, done.error)
+
+    def handle_wakeup(self, payload: Any) -> None:
+        """A raw Thespian wakeup with a payload of the subclass's own (tier-1 actors only)."""
+
+    def _fire(self, fire: TimerFire) -> None:
         if fire.timer_id not in self._timers:
             return
         self._timers.discard(fire.timer_id)
+        if isinstance(fire.message, _InlineDone):
+            fire.message.on_done(fire.message.value, fire.message.error)
+            return
+        if isinstance(fire.message, _IoExpired):
+            entry = self._io_pending.pop(fire.message.io_id, None)
+            if entry is not None:
+                self._port.cancel_io(fire.message.io_id)
+                entry[0](None, AskTimeout("blocking call deadline passed", details={"io_id": fire.message.io_id}))
+            return
         if isinstance(fire.message, _CallExpired):
             entry = self._pending.pop(fire.message.call_id, None)
             if entry is not None:
@@ -380,12 +523,13 @@ class GenServer(Actor):
             return
         self._exiting = True
         self._safe_terminate(reason)
-        for on_reply, _deadline in list(self._pending.values()):
+        for on_reply, _timer in [*self._pending.values(), *self._io_pending.values()]:
             try:
                 on_reply(None, ActorCrashed("caller exited", details={"actor": self._child_id}))
             except Exception:  # the caller is exiting anyway
                 pass
         self._pending.clear()
+        self._io_pending.clear()
         if self._parent is not None:
             self._port.send(self._parent, ChildExit(child_id=self._child_id, reason=reason, error=error))
         self._port.exit_self()

@@ -31,10 +31,14 @@ from thespian.actors import ActorAddress, ActorSystem, ActorSystemFailure, Poiso
 from thespian.actors import ExternalContext as _ExternalContext
 
 from adk_actors.errors import ActorCrashed, AdkError, AskTimeout, ConfigError, RuntimeFailure, SystemNotRunning
+from adk_actors.runtime.callables import callable_ref
+from adk_actors.runtime.host import InnerSpec, Spawn, StopInner
 from adk_actors.runtime.logdefs import NULL_LOG_DEFS, sink_path, thesplog_path
-from adk_actors.runtime.messages import Call, Failure, GetStatus, Lookup, Reply, Resolved, Route, Shutdown
+from adk_actors.runtime.messages import Call, Failure, GetStatus, Lookup, Reply, Resolved, Route, Shutdown, ToInner
 from adk_actors.runtime.procs import group_pids, pid_alive
+from adk_actors.runtime.refs import LocalRef, host_name, place
 from adk_actors.runtime.root import ROOT_NAME, Root, SystemInfo
+from adk_actors.runtime.workers import RunJob
 from adk_actors.settings import Settings, load_settings
 
 __all__ = [
@@ -141,9 +145,13 @@ class ActorSystemHandle:
         """
         timeout = self.settings.ask_timeout_s if timeout is None else timeout
         deadline = time.monotonic() + timeout
+        if isinstance(target, LocalRef):
+            return self._ask_inner(target, request, deadline)
         if not isinstance(target, str):
             return self.ask_address(address=target, request=request, deadline=deadline)
         entry = self.resolve_entry(target, deadline)
+        if isinstance(entry.address, LocalRef):
+            return self._ask_inner(entry.address, request, deadline)
         try:
             return self.ask_address(entry.address, request, deadline,
                                     monitor_pid=entry.pid if entry.hostname == _HOSTNAME else 0)
@@ -151,14 +159,59 @@ class ActorSystemHandle:
             self._forget(target)
             raise
 
-    def ask_address(self, address: Any, request: Any, deadline: float, monitor_pid: int = 0) -> Any:
+    def _ask_inner(self, ref: LocalRef, request: Any, deadline: float) -> Any:
+        """One hop in (``ToInner`` to the host), one hop out (the inner actor replies to this endpoint)."""
+        name = host_name(ref.host_id)
+        host = self.resolve_entry(name, deadline)
+        try:
+            return self.ask_address(host.address, request, deadline,
+                                    monitor_pid=host.pid if host.hostname == _HOSTNAME else 0,
+                                    wrap=lambda call: ToInner(local_id=ref.local_id, message=call))
+        except (AskTimeout, ActorCrashed):
+            self._forget(name)
+            raise
+
+    def spawn(self, actor: str, args: Any = None, *, id: str | None = None, name: str | None = None,
+              restart: str = "permanent", timeout: float | None = None) -> LocalRef:
+        """Start an inner (tier-2) actor on the host chosen by ``blake2b(id) mod hosts``.
+
+        Raises:
+            AdkError: ``already_started`` when ``id`` is taken on its host.
+        """
+        local_id = id or uuid.uuid4().hex
+        host_id = place(local_id, self.settings.hosts)
+        spec = InnerSpec(local_id=local_id, actor=actor, args=args, restart=restart,  # type: ignore[arg-type]
+                         register_as=name)
+        ref: LocalRef = self.ask(host_name(host_id), Spawn(spec=spec), timeout)
+        return ref
+
+    def stop_inner(self, ref: LocalRef, timeout: float | None = None) -> None:
+        self.ask(host_name(ref.host_id), StopInner(local_id=ref.local_id), timeout)
+
+    def run_job(self, fn: Any, *args: Any, timeout: float | None = None, job_class: str = "default",
+                **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` in the worker-process pool and return its JSON-safe result.
+
+        Raises:
+            WorkerError: ``unpicklable_callable``, ``job_timeout``, ``worker_lost``, ``unserializable_result``.
+            AdkError: ``function_failed`` (the function raised; only its exception type is reported).
+        """
+        timeout = self.settings.ask_timeout_s if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        job = RunJob(fn=callable_ref(fn), args=args, kwargs=kwargs, deadline=deadline, job_class=job_class)
+        return self.ask("workers", job, timeout + 0.5)
+
+    def ask_address(self, address: Any, request: Any, deadline: float, monitor_pid: int = 0,
+                    wrap: Any = None) -> Any:
         """Ask one address. With ``monitor_pid`` the target process is monitored during the wait, as OTP's
         ``gen_server:call`` does: if it dies the call fails at once with ``ActorCrashed(reason="noproc")``.
         """
         call_id = uuid.uuid4().hex
         context = _ExternalContext(self._system()._systemBase.external_clone())
         try:
-            message = Call(call_id=call_id, request=request, deadline=deadline)
+            message: Any = Call(call_id=call_id, request=request, deadline=deadline)
+            if wrap is not None:
+                message = wrap(message)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AskTimeout("deadline passed before the ask", details={"request": type(request).__name__})
