@@ -38,7 +38,7 @@ from thespian.actors import ActorExitRequest, ActorSystem
 
 from adk_actors.errors import ActorCrashed, AdkError, ConfigError
 from adk_actors.runtime.iopool import IOPool
-from adk_actors.runtime.messages import Call, ChildExit, ChildReady, Failure, ToInner
+from adk_actors.runtime.messages import Call, ChildExit, ChildReady, Failure, ToInner, Unregister
 from adk_actors.runtime.refs import LocalRef, host_name
 from adk_actors.runtime.restart import RestartType, Window, should_restart
 from adk_actors.runtime.server import CallCtx, GenServer, InnerInit, IoDone, TimerFire
@@ -335,6 +335,9 @@ class Host(GenServer):
 
     def _forget(self, local_id: str) -> None:
         entry = self.actors.pop(local_id, None)
+        if entry is not None and entry.spec.register_as and self._registry is not None:
+            self._port.send(self._registry, Unregister(name=entry.spec.register_as,
+                                                       address=LocalRef(self.host_id, local_id)))
         if entry is not None and entry.spec.restart == "permanent" and self._parent is not None:
             self._port.send(self._parent, InnerSpecRemoved(host_id=self.host_id, local_id=local_id))
 

@@ -145,6 +145,8 @@ class Lookup:
     """Resolve a name; parked until the name is (re-)registered or the call's deadline passes."""
 
     name: str
+    exclude: Any = None
+    """An address the caller saw die: an entry still pointing at it counts as down."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,8 +19,9 @@ from typing import Any
 from thespian.actors import DeadEnvelope
 
 from adk_actors.errors import NameNotFound
-from adk_actors.runtime.messages import Down, Forward, GetStatus, Lookup, Ping, Register, Resolved, Unregister
+from adk_actors.runtime.messages import Down, Forward, GetStatus, Lookup, Ping, Register, Resolved, ToInner, Unregister
 from adk_actors.runtime.procs import pid_alive
+from adk_actors.runtime.refs import LocalRef, host_name
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
 __all__ = ["Registry"]
@@ -61,6 +62,8 @@ class Registry(GenServer):
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
         if isinstance(request, Lookup):
             entry = self.entries.get(request.name)
+            if entry is not None and request.exclude is not None and entry.address == request.exclude:
+                self.down.add(request.name)
             if entry is not None and request.name not in self.down and self._alive(entry):
                 return entry
             parked = self.parked.setdefault(request.name, _Parked())
@@ -114,7 +117,7 @@ class Registry(GenServer):
     def _forward(self, name: str, payload: Any, deadline: float, sender: Any) -> None:
         entry = self.entries.get(name)
         if entry is not None and name not in self.down and self._alive(entry):
-            self.send(entry.address, payload)
+            self._deliver(entry.address, payload, deadline)
             if sender is not None:
                 self.send(sender, entry)
             return
@@ -122,6 +125,14 @@ class Registry(GenServer):
         if len(parked.forwards) < _MAX_PARKED_PER_NAME:
             parked.forwards.append((payload, deadline))
             self.start_timer(max(0.0, deadline - time.monotonic()), _Expire(name))
+
+    def _deliver(self, address: Any, payload: Any, deadline: float) -> None:
+        """Send to an address, or to an inner actor through its host (the registry resolves hosts itself)."""
+        if isinstance(address, LocalRef):
+            self._forward(host_name(address.host_id), ToInner(local_id=address.local_id, message=payload),
+                          deadline, None)
+        else:
+            self.send(address, payload)
 
     def _flush(self, name: str) -> None:
         parked = self.parked.pop(name, None)
@@ -133,7 +144,7 @@ class Registry(GenServer):
             self.reply(ctx, entry)
         for payload, deadline in parked.forwards:
             if now <= deadline:
-                self.send(entry.address, payload)
+                self._deliver(entry.address, payload, deadline)
 
     def handle_timer(self, message: Any) -> None:
         if not isinstance(message, _Expire):

@@ -54,6 +54,7 @@ from adk_actors.runtime.messages import (
     Call,
     ChildExit,
     ChildReady,
+    Down,
     Failure,
     Forward,
     GetStatus,
@@ -77,6 +78,9 @@ DEFERRED = object()
 """Returned by ``handle_call`` when the reply will be sent later with ``self.reply(ctx, ...)``."""
 
 OnReply = Callable[[Any, AdkError | None], None]
+
+JOB_REPLY_GRACE_S = 1.0
+"""Extra time a caller waits past a job's deadline for the pool's own ``job_timeout`` answer."""
 
 _PR_SET_PDEATHSIG = 1
 
@@ -166,19 +170,19 @@ class Tier1Port:
         return self.actor.myAddress
 
     def send(self, target: Any, message: Any) -> None:
-        if isinstance(target, LocalRef):
-            self.send(host_name(target.host_id), ToInnerMessage(local_id=target.local_id, message=message))
-            return
         if isinstance(target, str):
             entry = self.names.get(target)
-            if entry is not None and self._alive(entry):
-                self.actor.send(entry.address, message)
+            if entry is None or not self._alive(entry):
+                self.names.pop(target, None)
+                if self.actor._registry is None:
+                    raise AdkError("no registry to resolve names", reason="name_not_found",
+                                   details={"name": target})
+                self.actor.send(self.actor._registry, Forward(name=target, message=message,
+                                                             deadline=time.monotonic() + 30.0))
                 return
-            self.names.pop(target, None)
-            if self.actor._registry is None:
-                raise AdkError("no registry to resolve names", reason="name_not_found", details={"name": target})
-            self.actor.send(self.actor._registry, Forward(name=target, message=message,
-                                                         deadline=time.monotonic() + 30.0))
+            target = entry.address
+        if isinstance(target, LocalRef):
+            self.send(host_name(target.host_id), ToInnerMessage(local_id=target.local_id, message=message))
             return
         self.actor.send(target, message)
 
@@ -338,8 +342,10 @@ class GenServer(Actor):
                                               details={"exception_type": type(exc).__name__})
             self.start_timer(0.0, _InlineDone(on_done, value, error))
             return None
+        # The pool answers job_timeout at the job's deadline; the call itself gets a grace period so that
+        # answer (which says what happened) wins over a bare AskTimeout.
         return self.call("workers", RunJob(fn=ref, args=args, deadline=deadline, job_class=job_class),
-                         deadline, on_done)
+                         deadline + JOB_REPLY_GRACE_S, on_done)
 
     def start_timer(self, delay: float, message: Any) -> int:
         """Deliver ``message`` to ``handle_timer`` after ``delay`` seconds; returns a timer id."""
@@ -352,6 +358,16 @@ class GenServer(Actor):
         if timer_id in self._timers:
             self._timers.discard(timer_id)
             self._port.cancel_timer(timer_id)
+
+    def recheck_children(self) -> None:
+        """Make Thespian re-examine this actor's child processes.
+
+        Thespian learns of child deaths from SIGCHLD, and signals coalesce: when several children die at once,
+        some may stay unnoticed zombies. Sending ourselves SIGCHLD re-runs its liveness check, which then
+        reports each dead child as ``ChildActorExited``.
+        """
+        if self.tier == 1:
+            os.kill(os.getpid(), signal.SIGCHLD)
 
     def stop(self, reason: str = "normal") -> None:
         """Exit after this handler, telling the parent why."""
@@ -530,6 +546,9 @@ class GenServer(Actor):
                 pass
         self._pending.clear()
         self._io_pending.clear()
+        if self._register_as and self._registry is not None and self.tier == 1:
+            # Like Erlang's unregister-on-exit: lookups wait for the restart instead of finding a dying process.
+            self._port.send(self._registry, Down(name=self._register_as, address=self.myAddress))
         if self._parent is not None:
             self._port.send(self._parent, ChildExit(child_id=self._child_id, reason=reason, error=error))
         self._port.exit_self()

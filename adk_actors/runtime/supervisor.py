@@ -31,6 +31,7 @@ from adk_actors.runtime.messages import (
     SupInit,
     TerminateChild,
 )
+from adk_actors.runtime.procs import pid_alive
 from adk_actors.runtime.restart import RestartType, Strategy, Window, restart_group, should_restart
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
@@ -96,6 +97,11 @@ class _Child:
 class _KillChild:
     child_id: str
     address: Any
+
+
+@dataclass(frozen=True, slots=True)
+class _Recheck:
+    pass
 
 
 def _import(path: str) -> Any:
@@ -238,7 +244,20 @@ class Supervisor(GenServer):
     def handle_child_exited(self, address: Any) -> None:
         child = self._find(address)
         if child is None:
+            self._reap_dead()
             return
+        self._child_gone(child, address)
+        self._reap_dead()
+
+    def _reap_dead(self) -> None:
+        """Thespian may report a child under an address that does not compare equal to the one createActor
+        returned (or miss it when several die at once); the process table is the ground truth."""
+        for child in list(self.children.values()):
+            if child.address is not None and child.pid and child.state in ("running", "stopping") \
+                    and not pid_alive(child.pid):
+                self._child_gone(child, child.address)
+
+    def _child_gone(self, child: _Child, address: Any) -> None:
         reason = child.exit_reason or "killed"
         if child.kill_timer is not None:
             self.cancel_timer(child.kill_timer)
@@ -340,11 +359,18 @@ class Supervisor(GenServer):
                 os.kill(child.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            for delay in (0.05, 0.5, 2.0):  # see GenServer.recheck_children
+                self.start_timer(delay, _Recheck())
         else:
             from thespian.actors import ActorExitRequest
             self.send(child.address, ActorExitRequest())
 
     def handle_timer(self, message: Any) -> None:
+        if isinstance(message, _Recheck):
+            self._reap_dead()
+            if any(c.state == "stopping" for c in self.children.values()):
+                self.recheck_children()
+            return
         if isinstance(message, _KillChild):
             child = self.children.get(message.child_id)
             if child is not None and child.state == "stopping" and child.address == message.address:

@@ -38,6 +38,7 @@ from adk_actors.runtime.messages import Call, Failure, GetStatus, Lookup, Reply,
 from adk_actors.runtime.procs import group_pids, pid_alive
 from adk_actors.runtime.refs import LocalRef, host_name, place
 from adk_actors.runtime.root import ROOT_NAME, Root, SystemInfo
+from adk_actors.runtime.server import JOB_REPLY_GRACE_S
 from adk_actors.runtime.workers import RunJob
 from adk_actors.settings import Settings, load_settings
 
@@ -114,6 +115,7 @@ class ActorSystemHandle:
         self.pgid: int = int(info["pgid"])
         self.root_pid: int = int(info["root_pid"])
         self._names: dict[str, Resolved] = {}
+        self._dead: dict[str, Any] = {}
         self._names_lock = threading.Lock()
 
     # ---- paths ----------------------------------------------------------------------------------------------------
@@ -155,7 +157,10 @@ class ActorSystemHandle:
         try:
             return self.ask_address(entry.address, request, deadline,
                                     monitor_pid=entry.pid if entry.hostname == _HOSTNAME else 0)
-        except (AskTimeout, ActorCrashed):
+        except ActorCrashed:
+            self._forget(target, dead=entry.address)
+            raise
+        except AskTimeout:
             self._forget(target)
             raise
 
@@ -199,7 +204,7 @@ class ActorSystemHandle:
         timeout = self.settings.ask_timeout_s if timeout is None else timeout
         deadline = time.monotonic() + timeout
         job = RunJob(fn=callable_ref(fn), args=args, kwargs=kwargs, deadline=deadline, job_class=job_class)
-        return self.ask("workers", job, timeout + 0.5)
+        return self.ask("workers", job, timeout + JOB_REPLY_GRACE_S)
 
     def ask_address(self, address: Any, request: Any, deadline: float, monitor_pid: int = 0,
                     wrap: Any = None) -> Any:
@@ -256,14 +261,18 @@ class ActorSystemHandle:
         if entry is not None and _alive(entry):
             return entry
         deadline = deadline if deadline is not None else time.monotonic() + self.settings.ask_timeout_s
-        resolved: Resolved = self.ask_address(self.registry, Lookup(name=name), deadline)
+        with self._names_lock:
+            dead = self._dead.pop(name, None)
+        resolved: Resolved = self.ask_address(self.registry, Lookup(name=name, exclude=dead), deadline)
         with self._names_lock:
             self._names[name] = resolved
         return resolved
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, name: str, dead: Any = None) -> None:
         with self._names_lock:
             self._names.pop(name, None)
+            if dead is not None:
+                self._dead[name] = dead
 
     def cast(self, target: Any, message: Any) -> None:
         """Fire-and-forget through the router (never blocks on a busy target)."""

@@ -28,6 +28,7 @@ from typing import Any
 from adk_actors.errors import AdkError, WorkerError
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.runtime.messages import SupInit
+from adk_actors.runtime.procs import pid_alive
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
 __all__ = ["CancelJob", "PoolSpec", "RunJob", "Worker", "WorkerPool", "normalize_result"]
@@ -79,6 +80,14 @@ class _JobDone:
 @dataclass(frozen=True, slots=True)
 class _JobDeadline:
     job_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class _RecheckKilled:
+    attempt: int
+
+
+_RECHECK_DELAYS = (0.05, 0.2, 0.5, 1.0, 2.0)
 
 
 def normalize_result(value: Any, _depth: int = 0) -> Any:
@@ -202,8 +211,7 @@ class WorkerPool(GenServer):
                 raise WorkerError("the worker queue is full", reason="queue_full",
                                   details={"max_queue": self.spec.max_queue})
             job = _Job(ctx.call_id, ctx, request)
-            job.timer = self.start_timer(max(0.0, min(request.deadline, ctx.deadline) - time.monotonic()),
-                                         _JobDeadline(job.job_id))
+            job.timer = self.start_timer(max(0.0, self._deadline(job) - time.monotonic()), _JobDeadline(job.job_id))
             self.queue.append(job)
             self._dispatch_jobs()
             return DEFERRED
@@ -218,6 +226,10 @@ class WorkerPool(GenServer):
             self.running[job.job_id] = job
             self.send(worker.address, _Exec(job_id=job.job_id, fn=job.request.fn, args=job.request.args,
                                             kwargs=job.request.kwargs, rlimit_as=self._rlimit(job.request)))
+
+    @staticmethod
+    def _deadline(job: _Job) -> float:
+        return min(job.request.deadline, job.ctx.deadline)
 
     def _rlimit(self, request: RunJob) -> int:
         limits = self.spec.rlimit_as_mb
@@ -274,28 +286,51 @@ class WorkerPool(GenServer):
                     os.kill(worker.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+            self.start_timer(_RECHECK_DELAYS[0], _RecheckKilled(0))
         self._finish(job, None, error)
 
     def handle_timer(self, message: Any) -> None:
+        if isinstance(message, _RecheckKilled):
+            self._reap_dead()
+            if any(w.state == "killed" for w in self.workers.values()):
+                self.recheck_children()
+                if message.attempt + 1 < len(_RECHECK_DELAYS):
+                    self.start_timer(_RECHECK_DELAYS[message.attempt + 1], _RecheckKilled(message.attempt + 1))
+            return
         if isinstance(message, _JobDeadline):
-            self._cancel(message.job_id, timeout=True)
+            # Expire every job that is due now in one pass, before replacing any killed worker (a fork each),
+            # so a burst of timeouts is answered promptly.
+            now = time.monotonic() + 0.005
+            due = [j.job_id for j in [*self.queue, *self.running.values()] if self._deadline(j) <= now]
+            for job_id in {message.job_id, *due}:
+                self._cancel(job_id, timeout=True)
             return
         super().handle_timer(message)
 
     def handle_child_exited(self, address: Any) -> None:
         for worker_id, worker in list(self.workers.items()):
             if worker.address == address:
-                del self.workers[worker_id]
-                if worker.job_id is not None and worker.state == "busy":
-                    job = self.running.pop(worker.job_id, None)
-                    if job is not None:
-                        self.lost += 1
-                        self._finish(job, None, WorkerError("the worker process died under the job",
-                                                            reason="worker_lost",
-                                                            details={"callable": job.request.fn.label}))
-                self.replaced += 1
-                self._start_worker()
-                return
+                self._worker_gone(worker_id)
+                break
+        # Thespian may report a child under an address that does not compare equal to the one createActor
+        # returned; the process table is the ground truth.
+        self._reap_dead()
+
+    def _reap_dead(self) -> None:
+        for worker_id, worker in list(self.workers.items()):
+            if worker.pid and not pid_alive(worker.pid):
+                self._worker_gone(worker_id)
+
+    def _worker_gone(self, worker_id: str) -> None:
+        worker = self.workers.pop(worker_id)
+        if worker.job_id is not None and worker.state == "busy":
+            job = self.running.pop(worker.job_id, None)
+            if job is not None:
+                self.lost += 1
+                self._finish(job, None, WorkerError("the worker process died under the job", reason="worker_lost",
+                                                    details={"callable": job.request.fn.label}))
+        self.replaced += 1
+        self._start_worker()
 
     def status(self) -> dict[str, Any]:
         return {"kind": "worker_pool",

@@ -1,12 +1,14 @@
 """Probe actors for tests: echo, crash on request, block, log, count, and record their lifecycle to a file.
 
 Accepts (calls): :class:`Echo`, :class:`Crash`, :class:`Block`, :class:`Log`, :class:`Incr`, :class:`GetPid`,
-:class:`RaiseError`, :class:`StopMe`, :class:`ReplyLater`, plus ``Ping`` / ``GetStatus``.
+:class:`RaiseError`, :class:`StopMe`, :class:`ReplyLater`, :class:`Relay`, :class:`Fetch`, :class:`CancelIo`,
+:class:`Job`, plus ``Ping`` / ``GetStatus``. The same class runs at tier 1 and at tier 2.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +17,8 @@ from typing import Any
 from adk_actors.errors import AdkError
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
-__all__ = ["Block", "Crash", "Echo", "GetPid", "Incr", "Log", "Probe", "ProbeArgs", "RaiseError", "ReplyLater",
-           "StopMe"]
+__all__ = ["Block", "CancelIo", "Crash", "Echo", "Fetch", "GetPid", "Incr", "Job", "Log", "Probe", "ProbeArgs",
+           "RaiseError", "Relay", "ReplyLater", "StopMe"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +82,51 @@ class StopMe:
     reason: str = "normal"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Relay:
+    """Call ``target`` (any ref) with ``request`` and answer with its reply (an asynchronous call)."""
+
+    target: Any
+    request: Any
+    timeout: float = 5.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fetch:
+    """GET ``url`` on the I/O threads (cancellable) and answer with the status code and body length."""
+
+    url: str
+    timeout: float = 10.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelIo:
+    """Cancel every blocking call this actor has in flight."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    """Run ``fn(*args)`` in the worker pool (or inline) and answer with its result."""
+
+    fn: Any
+    args: tuple[Any, ...] = ()
+    timeout: float = 5.0
+    inline: bool = False
+
+
+_sessions = threading.local()
+
+
+def _http_get(token: Any, url: str) -> dict[str, Any]:
+    from adk_actors.runtime.httpcancel import cancellable_session
+
+    session = getattr(_sessions, "session", None)
+    if session is None:
+        session = _sessions.session = cancellable_session()
+    response = session.get(url, timeout=60)
+    return {"status": response.status_code, "length": len(response.content)}
+
+
 class Probe(GenServer):
     """A test actor; see the module docstring."""
 
@@ -87,6 +134,7 @@ class Probe(GenServer):
         super().__init__(*args, **kwargs)
         self.args = ProbeArgs()
         self.count = 0
+        self.io_ids: set[int] = set()
 
     def _journal(self, line: str) -> None:
         if self.args.journal:
@@ -127,7 +175,32 @@ class Probe(GenServer):
         if isinstance(request, StopMe):
             self.stop(request.reason)
             return "stopping"
+        if isinstance(request, Relay):
+            self.call(request.target, request.request, time.monotonic() + request.timeout,
+                      lambda value, error: self.fail(ctx, error) if error else self.reply(ctx, value))
+            return DEFERRED
+        if isinstance(request, Fetch):
+            io_id = self.io_call(_http_get, (request.url,), time.monotonic() + request.timeout,
+                                 lambda value, error: self._io_done(ctx, io_id, value, error))
+            self.io_ids.add(io_id)
+            return DEFERRED
+        if isinstance(request, CancelIo):
+            for io_id in list(self.io_ids):
+                self.cancel_io(io_id)
+            return len(self.io_ids)
+        if isinstance(request, Job):
+            self.run_job(request.fn, request.args, time.monotonic() + request.timeout,
+                         lambda value, error: self.fail(ctx, error) if error else self.reply(ctx, value),
+                         inline=request.inline)
+            return DEFERRED
         return super().handle_call(request, ctx)
+
+    def _io_done(self, ctx: CallCtx, io_id: int, value: Any, error: AdkError | None) -> None:
+        self.io_ids.discard(io_id)
+        if error is not None:
+            self.fail(ctx, error)
+        else:
+            self.reply(ctx, value)
 
     def handle_timer(self, message: Any) -> None:
         if isinstance(message, tuple) and len(message) == 2 and isinstance(message[0], CallCtx):
