@@ -1,1 +1,47 @@
-"""adk_actors."""
+"""adk_actors: a Python agent development kit for Gemini-backed agents, built as an OTP-style actor system.
+
+The facade: start or attach to a node's actor system and talk to it. Every call is an ask with a deadline and
+a correlation id; see ``docs/ARCHITECTURE.md`` and ``docs/GUIDE.md``.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from adk_actors.errors import (
+    ActorCrashed,
+    AdkError,
+    AskTimeout,
+    ConfigError,
+    SystemNotRunning,
+    WorkerError,
+)
+from adk_actors.runtime.refs import LocalRef
+from adk_actors.runtime.system import (
+    ActorSystemHandle,
+    attach,
+    current_system,
+    open_actor_system,
+    start,
+    stop,
+)
+from adk_actors.settings import Settings, load_settings
+
+__all__ = [
+    "ActorCrashed",
+    "ActorSystemHandle",
+    "AdkError",
+    "AskTimeout",
+    "ConfigError",
+    "LocalRef",
+    "Settings",
+    "SystemNotRunning",
+    "WorkerError",
+    "__version__",
+    "attach",
+    "current_system",
+    "load_settings",
+    "open_actor_system",
+    "start",
+    "stop",
+]

@@ -41,7 +41,7 @@ def _message_classes() -> list[type]:
 def _sample(tp: Any) -> Any:
     origin = typing.get_origin(tp)
     if tp in (str, "str"):
-        return "x"
+        return "pkg.module.Name"  # also a valid importable-path shape for specs that check it
     if tp in (int, "int"):
         return 3
     if tp in (float, "float"):
@@ -80,8 +80,7 @@ def test_discovery_finds_the_runtime_messages() -> None:
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: f"{c.__module__}.{c.__qualname__}")
 def test_every_message_class_round_trips_through_pickle(cls: type) -> None:
     instance = _instance(cls)
-    if instance is None:
-        pytest.skip("needs constructor arguments this generic sampler cannot make; covered by its own tests")
+    assert instance is not None, f"the sampler cannot build {cls.__name__}; teach _sample its field types"
     assert pickle.loads(pickle.dumps(instance)) == instance
 
 

@@ -1,1 +1,1 @@
-"""adk_actors."""
+"""The ``adk`` console script."""

@@ -1,0 +1,38 @@
+# adk_actors developer commands. Every target installs what it needs into .venv first.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+SRC := adk_actors actor_tests samples
+
+.PHONY: install test check fix demo bench clean
+
+$(STAMP): pyproject.toml setup.cfg
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev,postgres]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The whole suite. pytest's exit code 5 ("no tests collected") is a failure here.
+test: install
+	@$(BIN)/python -m pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests"; exit 1; fi; exit $$rc
+
+check: install
+	$(BIN)/ruff check $(SRC)
+	$(BIN)/mypy
+	$(BIN)/python -m adk_actors.devtools.layers
+
+fix: install
+	$(BIN)/ruff check --fix $(SRC)
+
+demo: install
+	$(BIN)/python samples/demo.py
+
+bench: install
+	$(BIN)/python -m adk_actors.devtools.bench --append docs/PERFORMANCE.md
+
+clean:
+	rm -rf $(VENV) build *.egg-info var
