@@ -1,64 +1,105 @@
 """Cancellation of blocking I/O from another thread: shut the call's sockets down.
 
-Closing a ``requests`` session from another thread does not interrupt a call waiting for response headers;
-``socket.shutdown(SHUT_RDWR)`` does. Blocking code registers every socket it opens on its token;
-:meth:`CancelToken.cancel` shuts them all down and marks the token, so the blocked call fails promptly.
+A blocking call (a provider request on a host's I/O thread) gets a :class:`CancelToken`; it registers the live
+socket(s) of its in-flight request on the token, so :meth:`CancelToken.cancel` from any other thread can
+``shutdown()`` them. Closing a ``requests.Session`` from another thread does not interrupt a call that is waiting
+for response headers; shutting the socket down does, immediately. One class serves the runtime's I/O pool and
+the model providers (``adk_actors.models.cancel`` re-exports it).
 """
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
-from typing import Any
+
+from adk_actors.errors import ProviderError
 
 __all__ = ["CancelToken", "Cancelled"]
 
 
 class Cancelled(Exception):
-    """Raised by :meth:`CancelToken.check` once the token is cancelled."""
+    """Raised by :meth:`CancelToken.check` once the token is cancelled (cooperative loops)."""
+
+
+
+def _shutdown(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        # Already closed or never connected: either way nothing more can be read from it.
+        pass
 
 
 class CancelToken:
-    """Thread-safe cancellation scope for one blocking call."""
+    """A thread-safe, one-shot cancellation flag that also owns the sockets of the call it guards.
 
-    __slots__ = ("_cancelled", "_lock", "_sockets")
+    ``cancel()`` may be called from any thread, any number of times; the first call wins. A socket registered after
+    cancellation is shut down at once, so there is no window in which a call can start talking after a cancel.
+    """
+
+    __slots__ = ("_event", "_lock", "_reason", "_sockets")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
-        self._cancelled = False
+        self._event = threading.Event()
+        self._sockets: set[socket.socket] = set()
+        self._reason: str | None = None
+
+    def __repr__(self) -> str:
+        return f"CancelToken(cancelled={self.cancelled}, reason={self._reason!r})"
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled
+        """Whether :meth:`cancel` has been called."""
+        return self._event.is_set()
 
-    def register_socket(self, sock: Any) -> None:
-        """Track ``sock``; if the token is already cancelled, shut it down at once."""
+    @property
+    def reason(self) -> str | None:
+        """The reason given to the first :meth:`cancel` call, or ``None``."""
+        return self._reason
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Cancel the call: mark the token and shut down every registered socket."""
         with self._lock:
-            if not self._cancelled:
-                self._sockets.append(sock)
-                return
-        _shutdown(sock)
-
-    def unregister_socket(self, sock: Any) -> None:
-        with self._lock, contextlib.suppress(ValueError):
-            self._sockets.remove(sock)
-
-    def cancel(self) -> None:
-        """Mark cancelled and shut down every registered socket (idempotent)."""
-        with self._lock:
-            self._cancelled = True
-            sockets, self._sockets = self._sockets, []
+            if self._reason is None:
+                self._reason = reason
+            self._event.set()
+            sockets = list(self._sockets)
         for sock in sockets:
             _shutdown(sock)
 
+    def register(self, sock: socket.socket) -> None:
+        """Track ``sock`` as belonging to the guarded call (shut it down at once when already cancelled)."""
+        with self._lock:
+            self._sockets.add(sock)
+            cancelled = self._event.is_set()
+        if cancelled:
+            _shutdown(sock)
+
+    def unregister(self, sock: socket.socket) -> None:
+        """Stop tracking ``sock`` (the call finished with it and may return it to a connection pool)."""
+        with self._lock:
+            self._sockets.discard(sock)
+
+    def wait(self, timeout: float | None) -> bool:
+        """Block up to ``timeout`` seconds (``None``: forever) or until cancelled; return whether cancelled."""
+        return self._event.wait(timeout)
+
+    def raise_if_cancelled(self) -> None:
+        """Raise ``ProviderError(reason="cancelled")`` if the token was cancelled.
+
+        Raises:
+            ProviderError: reason ``cancelled``.
+        """
+        if self._event.is_set():
+            raise ProviderError("the provider call was cancelled", reason="cancelled",
+                                details={"cause": self._reason or "cancelled"})
+
+    # Names used by the runtime's I/O pool and HTTP adapters.
+    register_socket = register
+    unregister_socket = unregister
+
     def check(self) -> None:
-        """Raise :class:`Cancelled` when the token is cancelled (for cooperative loops)."""
-        if self._cancelled:
+        """Raise :class:`Cancelled` when the token is cancelled."""
+        if self._event.is_set():
             raise Cancelled()
-
-
-def _shutdown(sock: Any) -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        sock.shutdown(socket.SHUT_RDWR)

@@ -1,0 +1,62 @@
+"""https is always verified: a self-signed server is refused before any byte of the request (or key) is sent."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+
+import pytest
+
+from adk_actors import models
+from adk_actors.errors import ProviderError
+from adk_actors.models.gemini.transport import thread_session
+
+from .conftest import API_KEY, user
+
+
+@pytest.fixture
+def self_signed_server(tmp_path):
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl CLI not available")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    received: list[bytes] = []
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            try:
+                with ctx.wrap_socket(conn, server_side=True) as tls:
+                    received.append(tls.recv(65536))
+            except (ssl.SSLError, OSError):
+                pass  # the client refused our certificate, as it must
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{listener.getsockname()[1]}", received
+    finally:
+        thread.join(10)
+        listener.close()
+
+
+def test_unverifiable_certificate_is_refused_and_no_request_is_sent(self_signed_server):
+    base_url, received = self_signed_server
+    with pytest.raises(ProviderError) as info:
+        models.generate({"api_key": API_KEY, "base_url": base_url}, [user("x")])
+    assert info.value.reason == "connection_error" and info.value.details["cause"] == "SSLError"
+    assert received == []
+    assert API_KEY not in repr(info.value) + str(info.value)
+
+
+def test_sessions_verify_and_ignore_environment_overrides():
+    session = thread_session()
+    assert session.verify is True and session.trust_env is False
