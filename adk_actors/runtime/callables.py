@@ -42,8 +42,8 @@ class CallableRef:
                 obj: Any = importlib.import_module(module)
                 for part in attr.split("."):
                     obj = getattr(obj, part)
-                return obj  # type: ignore[no-any-return]
-            return cloudpickle.loads(self.payload)  # type: ignore[no-any-return]
+                return obj
+            return cloudpickle.loads(self.payload)
         except Exception as exc:
             raise WorkerError("the callable could not be loaded", reason="unresolvable_callable",
                               details={"callable": self.label or self.name,

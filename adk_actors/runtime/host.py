@@ -166,10 +166,10 @@ class InnerPort:
         self.host.inner_exit(self.local_id)
 
     def submit_io(self, io_id: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        self.host.submit_io(self.local_id, io_id, fn, args)
+        self.host.inner_submit_io(self.local_id, io_id, fn, args)
 
     def cancel_io(self, io_id: int) -> None:
-        self.host.cancel_io(self.local_id, io_id)
+        self.host.inner_cancel_io(self.local_id, io_id)
 
 
 class Host(GenServer):
@@ -399,13 +399,13 @@ class Host(GenServer):
         self._arm()
 
     # ---- blocking I/O --------------------------------------------------------------------------------------------
-    def submit_io(self, local_id: str, io_id: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    def inner_submit_io(self, local_id: str, io_id: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         assert self.io is not None
         pool_id = next(self.io_ids)
         self.io_owner[pool_id] = (local_id, io_id)
         self.io.submit(pool_id, fn, *args)
 
-    def cancel_io(self, local_id: str, io_id: int) -> None:
+    def inner_cancel_io(self, local_id: str, io_id: int) -> None:
         assert self.io is not None
         for pool_id, owner in list(self.io_owner.items()):
             if owner == (local_id, io_id):

@@ -274,9 +274,10 @@ class WorkerPool(GenServer):
                 self.queue.remove(job)
                 self._finish(job, None, error)
                 return
-        job = self.running.pop(job_id, None)
-        if job is None:
+        running = self.running.pop(job_id, None)
+        if running is None:
             return
+        job = running
         worker = self.workers.get(job.worker_id or "")
         if worker is not None:
             worker.state = "killed"
@@ -323,8 +324,8 @@ class WorkerPool(GenServer):
 
     def _worker_gone(self, worker_id: str) -> None:
         worker = self.workers.pop(worker_id)
-        if worker.job_id is not None and worker.state == "busy":
-            job = self.running.pop(worker.job_id, None)
+        if worker.job_id is not None and worker.state == "busy" and worker.job_id in self.running:
+            job = self.running.pop(worker.job_id)
             if job is not None:
                 self.lost += 1
                 self._finish(job, None, WorkerError("the worker process died under the job", reason="worker_lost",
