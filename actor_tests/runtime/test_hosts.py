@@ -75,7 +75,8 @@ def test_a_100ms_inner_timer_fires_within_150ms_and_an_idle_host_costs_under_hal
     assert _host_status(fresh_system, probe.host_id)["timers"] >= 1
 
 
-def test_sigkill_of_a_host_recovers_it_and_its_permanent_inner_actors_within_5s(fresh_system: ActorSystemHandle) -> None:
+def test_sigkill_of_a_host_recovers_it_and_its_permanent_inner_actors_within_5s(
+        fresh_system: ActorSystemHandle) -> None:
     names = [unique("perm") for _ in range(6)]
     for n in names:
         fresh_system.spawn(PROBE, id=n, name=n)

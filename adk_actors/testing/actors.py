@@ -2,7 +2,7 @@
 
 Accepts (calls): :class:`Echo`, :class:`Crash`, :class:`Block`, :class:`Log`, :class:`Incr`, :class:`GetPid`,
 :class:`RaiseError`, :class:`StopMe`, :class:`ReplyLater`, :class:`Relay`, :class:`Fetch`, :class:`CancelIo`,
-:class:`Job`, plus ``Ping`` / ``GetStatus``. The same class runs at tier 1 and at tier 2.
+:class:`Job`, :class:`SendUnpicklable`, plus ``Ping`` / ``GetStatus``. The same class runs at tier 1 and at tier 2.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from adk_actors.errors import AdkError
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
 __all__ = ["Block", "CancelIo", "Crash", "Echo", "Fetch", "GetPid", "Incr", "Job", "Log", "Probe", "ProbeArgs",
-           "RaiseError", "Relay", "ReplyLater", "StopMe"]
+           "RaiseError", "Relay", "ReplyLater", "SendUnpicklable", "StopMe"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,6 +114,13 @@ class Job:
     inline: bool = False
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendUnpicklable:
+    """Call ``target`` with a message holding a lock (fails only where messages are pickled)."""
+
+    target: Any
+
+
 _sessions = threading.local()
 
 
@@ -183,6 +190,10 @@ class Probe(GenServer):
             io_id = self.io_call(_http_get, (request.url,), time.monotonic() + request.timeout,
                                  lambda value, error: self._io_done(ctx, io_id, value, error))
             self.io_ids.add(io_id)
+            return DEFERRED
+        if isinstance(request, SendUnpicklable):
+            self.call(request.target, Echo(value=threading.Lock()), time.monotonic() + 5.0,
+                      lambda value, error: self.fail(ctx, error) if error else self.reply(ctx, "delivered"))
             return DEFERRED
         if isinstance(request, CancelIo):
             for io_id in list(self.io_ids):
