@@ -16,15 +16,9 @@ from adk_actors.errors import (
     SystemNotRunning,
     WorkerError,
 )
+from adk_actors.node import open_actor_system, session_service, start
 from adk_actors.runtime.refs import LocalRef
-from adk_actors.runtime.system import (
-    ActorSystemHandle,
-    attach,
-    current_system,
-    open_actor_system,
-    start,
-    stop,
-)
+from adk_actors.runtime.system import ActorSystemHandle, attach, current_system, stop
 from adk_actors.settings import Settings, load_settings
 
 __all__ = [
@@ -42,6 +36,7 @@ __all__ = [
     "current_system",
     "load_settings",
     "open_actor_system",
+    "session_service",
     "start",
     "stop",
 ]

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from adk_actors.errors import AdkError
+
 __all__ = ["main"]
 
 
@@ -23,17 +25,21 @@ def main(argv: list[str]) -> int:
     ready_file = Path(spec["ready_file"])
     try:
         info = _boot(spec)
+    except AdkError as err:  # the starter re-raises it as the same error
+        ready_file.write_text(json.dumps({"ok": False, "error": type(err).__name__, "adk_error": err.to_dict()}))
+        return 1
     except BaseException as exc:  # report every failure to the starter, which raises it as an AdkError
-        ready_file.write_text(json.dumps({"ok": False, "error": type(exc).__name__, "message": str(exc)[:500]}))
+        ready_file.write_text(json.dumps({"ok": False, "error": type(exc).__name__}))
         return 1
     ready_file.write_text(json.dumps({"ok": True, **info}))
     return 0
 
 
 def _boot(spec: dict[str, Any]) -> dict[str, Any]:
+    import importlib
+
     from thespian.actors import ActorSystem
 
-    from adk_actors.runtime.children import node_children
     from adk_actors.runtime.logdefs import log_defs
     from adk_actors.runtime.messages import Call, Failure, Reply, SupInit
     from adk_actors.runtime.root import ROOT_NAME, AwaitReady, Root, RootArgs
@@ -43,6 +49,8 @@ def _boot(spec: dict[str, Any]) -> dict[str, Any]:
     data_dir = Path(spec["data_dir"])
     settings = Settings.from_dict({**spec["settings"], "gemini_api_key": os.environ.get("GEMINI_API_KEY") or None},
                                   source="boot")
+    composer = importlib.import_module(spec.get("node") or "adk_actors.runtime.children")
+    composer.preflight(settings)
     asys = ActorSystem("multiprocTCPBase", {"Admin Port": port},
                        logDefs=log_defs(data_dir, port, spec.get("log_level", "info"),
                                         spec.get("log_format", "console")),
@@ -51,7 +59,7 @@ def _boot(spec: dict[str, Any]) -> dict[str, Any]:
         root = asys.createActor(Root, globalName=ROOT_NAME)
         args = RootArgs(port=port, owner_pid=int(spec.get("owner_pid", 0)), data_dir=str(data_dir),
                         intensity=settings.supervisor_intensity, period=settings.supervisor_period_s,
-                        extra_children=node_children(settings))
+                        extra_children=composer.node_children(settings))
         asys.tell(root, SupInit(parent=None, child_id="root", args=args, system_port=port))
         deadline = time.monotonic() + float(spec.get("timeout", 30.0))
         reply = asys.ask(root, Call(call_id="boot", request=AwaitReady(), deadline=deadline),

@@ -1,4 +1,9 @@
-"""The node's domain children under the root, built from settings (later issues add their supervisors here)."""
+"""The runtime's own children under the root (worker pool, hosts), built from settings.
+
+A *node composer* is a module with ``node_children(settings)`` and ``preflight(settings)``; the boot process
+imports it by name, so the runtime never imports the domain. This module is the runtime-only composer;
+``adk_actors.node`` adds the domain's children (the session store) and checks.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,11 @@ from adk_actors.runtime.supervisor import ChildSpec
 from adk_actors.runtime.workers import PoolSpec
 from adk_actors.settings import Settings
 
-__all__ = ["node_children"]
+__all__ = ["node_children", "preflight"]
+
+
+def preflight(settings: Settings) -> None:
+    """Checks run in the boot process before the actor system starts (the runtime alone needs none)."""
 
 
 def node_children(settings: Settings) -> tuple[ChildSpec, ...]:

@@ -30,7 +30,15 @@ from typing import Any
 from thespian.actors import ActorAddress, ActorSystem, ActorSystemFailure, PoisonMessage
 from thespian.actors import ExternalContext as _ExternalContext
 
-from adk_actors.errors import ActorCrashed, AdkError, AskTimeout, ConfigError, RuntimeFailure, SystemNotRunning
+from adk_actors.errors import (
+    ActorCrashed,
+    AdkError,
+    AskTimeout,
+    ConfigError,
+    RuntimeFailure,
+    SystemNotRunning,
+    error_from_dict,
+)
 from adk_actors.runtime.callables import callable_ref
 from adk_actors.runtime.host import InnerSpec, Spawn, StopInner
 from adk_actors.runtime.logdefs import NULL_LOG_DEFS, sink_path, thesplog_path
@@ -391,12 +399,15 @@ def _connect(settings: Settings, port: int, owned: bool, timeout: float) -> Acto
         raise
 
 
-def start(settings: Settings | None = None, *, owned: bool | None = None, **overrides: Any) -> ActorSystemHandle:
+def start(settings: Settings | None = None, *, owned: bool | None = None, node: str = "adk_actors.runtime.children",
+          **overrides: Any) -> ActorSystemHandle:
     """Boot a node's actor system from a clean subprocess and attach to it.
 
     Args:
         settings: validated settings (default: :func:`~adk_actors.settings.load_settings` with ``overrides``).
         owned: owned mode (default ``settings.owned``): the system stops when this process exits.
+        node: the node composer module (``node_children`` / ``preflight``); ``adk_actors.start`` passes
+            ``adk_actors.node``, which adds the domain's children.
 
     Raises:
         ConfigError: invalid settings, or the admin port is already in use.
@@ -414,7 +425,7 @@ def start(settings: Settings | None = None, *, owned: bool | None = None, **over
     ready = data / "run" / f"boot-{port}-{uuid.uuid4().hex[:8]}.json"
     spec = {"port": port, "data_dir": str(data), "owner_pid": os.getpid() if owned else 0,
             "ready_file": str(ready), "settings": settings.to_dict(), "log_level": settings.log_level,
-            "log_format": settings.log_format, "timeout": settings.start_timeout_s}
+            "log_format": settings.log_format, "timeout": settings.start_timeout_s, "node": node}
     env = {k: v for k, v in os.environ.items() if k != "ADK_CONFIG"}
     env.update(_thespian_env(settings, port))
     if settings.gemini_api_key is not None:
@@ -438,6 +449,8 @@ def start(settings: Settings | None = None, *, owned: bool | None = None, **over
     finally:
         ready.unlink(missing_ok=True)
     if not result.get("ok"):
+        if isinstance(result.get("adk_error"), dict):
+            raise error_from_dict(result["adk_error"])
         raise SystemNotRunning("the actor system failed to boot", reason="start_failed",
                                details={"port": port, "error": result.get("error"), "boot_log": str(boot_log)})
     try:
@@ -498,9 +511,10 @@ def stop() -> None:
 
 
 @contextlib.contextmanager
-def open_actor_system(settings: Settings | None = None, **overrides: Any) -> Iterator[ActorSystemHandle]:
+def open_actor_system(settings: Settings | None = None, *, node: str = "adk_actors.runtime.children",
+                      **overrides: Any) -> Iterator[ActorSystemHandle]:
     """Start an owned system for the duration of a ``with`` block; stopped on exit, also on error."""
-    handle = start(settings, **overrides)
+    handle = start(settings, node=node, **overrides)
     try:
         yield handle
     finally:

@@ -1,0 +1,76 @@
+"""Node composition: the whole product's children under the root, preflight checks, and the facade's start.
+
+The runtime boots whatever composer module it is given; this one adds the domain's tier-1 children to the
+runtime's (worker pool, hosts): the in-memory session store when ``session_backend = "memory"``. Its preflight
+opens and migrates a configured SQL session store in the boot process, so a backend that cannot initialize makes
+``start()`` fail with its ``StorageError`` — never a silent fallback to memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from adk_actors.runtime import children as runtime_children
+from adk_actors.runtime.supervisor import ChildSpec
+from adk_actors.runtime.system import ActorSystemHandle
+from adk_actors.runtime.system import start as _runtime_start
+from adk_actors.sessions.actor import STORE_NAME, ActorSessionService
+from adk_actors.sessions.base import BaseSessionService
+from adk_actors.sessions.factory import default_sqlite_url, session_service_for
+from adk_actors.sessions.sql import SqlSessionService
+from adk_actors.settings import Settings, load_settings
+
+__all__ = ["node_children", "open_actor_system", "preflight", "session_service", "start"]
+
+COMPOSER = "adk_actors.node"
+
+
+def node_children(settings: Settings) -> tuple[ChildSpec, ...]:
+    """The runtime's children plus the session store actor (memory backend)."""
+    extra: tuple[ChildSpec, ...] = ()
+    if settings.session_backend == "memory":
+        extra = (ChildSpec(id=STORE_NAME, actor="adk_actors.sessions.actor.SessionStoreActor",
+                           register_as=STORE_NAME, shutdown=5.0),)
+    return runtime_children.node_children(settings) + extra
+
+
+def preflight(settings: Settings) -> None:
+    """Open (and migrate) a configured SQL session store; raise its error if it cannot initialize.
+
+    Raises:
+        StorageError: ``open_failed`` / ``schema_too_new``.
+        ConfigError: an unknown backend or an unparseable URL.
+    """
+    runtime_children.preflight(settings)
+    session_service_for(settings).close()
+
+
+def session_service(settings: Settings | None = None) -> BaseSessionService:
+    """The node's configured session service as a picklable client (the store actor, or a SQL descriptor)."""
+    settings = settings or load_settings()
+    if settings.session_backend == "memory":
+        return ActorSessionService()
+    return SqlSessionService(settings.session_url or default_sqlite_url(settings.data_dir))
+
+
+def start(settings: Settings | None = None, *, owned: bool | None = None, **overrides: Any) -> ActorSystemHandle:
+    """Start this node's actor system with every product child (see :func:`adk_actors.runtime.system.start`).
+
+    Raises:
+        ConfigError: invalid settings or a busy admin port.
+        StorageError: the configured session backend cannot initialize.
+        SystemNotRunning: the system failed to boot.
+    """
+    return _runtime_start(settings, owned=owned, node=COMPOSER, **overrides)
+
+
+@contextlib.contextmanager
+def open_actor_system(settings: Settings | None = None, **overrides: Any) -> Iterator[ActorSystemHandle]:
+    """Start an owned node for the duration of a ``with`` block; stopped on exit, also on error."""
+    handle = start(settings, **overrides)
+    try:
+        yield handle
+    finally:
+        handle.stop()

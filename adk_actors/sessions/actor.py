@@ -1,0 +1,112 @@
+"""The in-memory session store as a tier-1 actor, and the client that reaches it from any process.
+
+The reference's ETS store maps to an in-memory store *owned by one actor*: ``SessionStoreActor`` (registered as
+``sessions``, a child of the root) holds the one :class:`~adk_actors.sessions.memory.InMemorySessionService` of
+the node, so sessions survive the crash of any host (not a system stop). :class:`ActorSessionService` is the
+picklable client: every method is an ask to that actor, so any process (a host, a worker, the caller) sees the
+same sessions.
+
+Accepts: calls ``SessionOp`` (one protocol method), ``GetStatus``, ``Ping``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from adk_actors.errors import ConfigError
+from adk_actors.runtime.server import CallCtx, GenServer
+from adk_actors.runtime.system import ActorSystemHandle, current_system
+from adk_actors.sessions.base import IfExists
+from adk_actors.sessions.memory import InMemorySessionService
+from adk_actors.sessions.messages import SessionOp
+from adk_actors.sessions.model import AppendResult, Session, SessionRef
+
+__all__ = ["STORE_NAME", "ActorSessionService", "SessionStoreActor"]
+
+STORE_NAME = "sessions"
+
+_METHODS = frozenset({"create_session", "get_session", "list_sessions", "delete_session", "update_state",
+                      "add_event", "add_event_if_state", "clear_temp_state", "compact_events",
+                      "save_conversation", "load_conversation"})
+
+
+class SessionStoreActor(GenServer):
+    """Owns the node's in-memory session service; see the module docstring."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.service = InMemorySessionService()
+        self.ops = 0
+
+    def handle_call(self, request: Any, ctx: CallCtx) -> Any:
+        if isinstance(request, SessionOp):
+            if request.method not in _METHODS:
+                raise ConfigError("not a session service method", reason="unknown_method",
+                                  details={"method": request.method[:64]})
+            self.ops += 1
+            return getattr(self.service, request.method)(*request.args, **request.kwargs)
+        return super().handle_call(request, ctx)
+
+    def status(self) -> dict[str, Any]:
+        return {"kind": "session_store", "backend": "memory", "operations": self.ops}
+
+
+class ActorSessionService:
+    """A ``BaseSessionService`` whose every method is an ask to the node's ``sessions`` actor (picklable)."""
+
+    def __init__(self, timeout: float | None = None, system: ActorSystemHandle | None = None) -> None:
+        self.timeout = timeout
+        self._system = system
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"timeout": self.timeout}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.timeout, self._system = state["timeout"], None
+
+    def _op(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        system = self._system if self._system is not None and self._system.running else current_system()
+        return system.ask(STORE_NAME, SessionOp(method=method, args=args, kwargs=kwargs), self.timeout)
+
+    def create_session(self, *, app_name: str, user_id: str, session_id: str | None = None,
+                       state: Mapping[str, Any] | None = None, events: Sequence[Any] = (),
+                       if_exists: IfExists = "return") -> Session:
+        return self._op("create_session", app_name=app_name, user_id=user_id, session_id=session_id,
+                        state=dict(state) if state is not None else None, events=tuple(events),
+                        if_exists=if_exists)
+
+    def get_session(self, ref: SessionRef | Session) -> Session:
+        return self._op("get_session", ref)
+
+    def list_sessions(self, *, app_name: str, user_id: str | None = None) -> list[Session]:
+        return self._op("list_sessions", app_name=app_name, user_id=user_id)
+
+    def delete_session(self, ref: SessionRef | Session) -> bool:
+        return self._op("delete_session", ref)
+
+    def update_state(self, ref: SessionRef | Session, delta: Mapping[str, Any]) -> None:
+        self._op("update_state", ref, dict(delta))
+
+    def add_event(self, ref: SessionRef | Session, event: Any) -> AppendResult:
+        return self._op("add_event", ref, event)
+
+    def add_event_if_state(self, ref: SessionRef | Session, event: Any, expected: Mapping[str, Any]) -> AppendResult:
+        return self._op("add_event_if_state", ref, event, dict(expected))
+
+    def clear_temp_state(self, ref: SessionRef | Session) -> None:
+        self._op("clear_temp_state", ref)
+
+    def compact_events(self, ref: SessionRef | Session, *, through_seq: int, compaction_event: Any,
+                       expected_version: int | None = None) -> AppendResult:
+        return self._op("compact_events", ref, through_seq=through_seq,
+                        compaction_event=compaction_event, expected_version=expected_version)
+
+    def save_conversation(self, app_name: str, agent_name: str, key: str, history: Sequence[Any]) -> None:
+        self._op("save_conversation", app_name, agent_name, key, list(history))
+
+    def load_conversation(self, app_name: str, agent_name: str, key: str) -> list[Any]:
+        return self._op("load_conversation", app_name, agent_name, key)
+
+    def close(self) -> None:
+        """Nothing to release: the store lives in its actor."""
