@@ -126,6 +126,7 @@ class Emulator:
         self._start_error: BaseException | None = None
         self._server: asyncio.AbstractServer | None = None
         self._conn_tasks: set[asyncio.Task[Any]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
         self._port: int | None = None
         self._stopped = False
 
@@ -235,15 +236,22 @@ class Emulator:
         self._started.set()
         await self._stop_event.wait()
         self._server.close()
+        # Connections accepted just before close() have a handler task that has not run yet: let them start,
+        # then cancel every handler and abort whatever transport is still open (nothing may outlive stop()).
+        await asyncio.sleep(0)
         for task in list(self._conn_tasks):
             task.cancel()
         await asyncio.gather(*self._conn_tasks, return_exceptions=True)
+        for writer in list(self._writers):
+            writer.transport.abort()
+        self._writers.clear()
         await self._server.wait_closed()
 
     async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._conn_tasks.add(task)
+        self._writers.add(writer)
         try:
             while True:
                 try:
@@ -262,6 +270,7 @@ class Emulator:
             pass
         finally:
             self._conn_tasks.discard(task)
+            self._writers.discard(writer)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
