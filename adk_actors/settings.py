@@ -12,6 +12,7 @@ Units follow the reference: ``*_ms`` settings are milliseconds, ``*_s`` settings
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import tomllib
@@ -71,6 +72,17 @@ class Settings:
     agent_call_timeout_ms: int | Infinity = 60000
     agent_turn_timeout_ms: int | Infinity = 60000
     max_concurrent_invocations: int = 32
+    global_limit: int = 256
+    """Admission control: runs admitted at once on this node."""
+    default_agent_limit: int = 16
+    """Admission control: runs of one agent admitted at once, unless agent_limits says otherwise."""
+    agent_limits: Mapping[str, int] = field(default_factory=dict)
+    """Admission control: per-agent limits by agent name."""
+    overflow: Literal["reject", "queue"] = "reject"
+    """Admission control: refuse at once (busy) or wait in a bounded FIFO queue."""
+    max_queue: int = 1024
+    default_queue_timeout: int = 30000
+    """Admission control: milliseconds a queued request waits before admission_timeout."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Reserved for later issues' sections; must be empty today."""
 
@@ -92,6 +104,7 @@ class Settings:
         out = _as_dict(self)
         out.pop("gemini_api_key")
         out["extra"] = dict(self.extra)
+        out["agent_limits"] = dict(self.agent_limits)
         return out
 
     @classmethod
@@ -108,6 +121,7 @@ class Settings:
         out = _as_dict(self)
         out["gemini_api_key"] = "set" if self.gemini_api_key else "unset"
         out["extra"] = dict(self.extra)
+        out["agent_limits"] = dict(self.agent_limits)
         return out
 
 
@@ -132,6 +146,17 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         if isinstance(value, str):
             return Secret(value) if value else None
         raise bad("expected a string")
+    if key == "agent_limits":
+        if from_env and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise bad("expected a JSON object of agent name to limit") from None
+        if not isinstance(value, Mapping) or not all(
+                isinstance(k, str) and not isinstance(v, bool) and isinstance(v, int) and v >= 1
+                for k, v in value.items()):
+            raise bad("expected a mapping of agent name to a positive integer")
+        return dict(value)
     if key == "extra":
         if not isinstance(value, Mapping) or value:
             raise bad("no extra settings are defined yet")
@@ -158,8 +183,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             raise bad("must be >= 0")
         if key in {"admin_port"} and not 1024 <= value <= 65535:
             raise bad("port out of range 1024..65535")
-        if key in {"hosts", "workers", "host_io_threads", "max_concurrent_invocations",
-                   "supervisor_intensity"} and value < 1:
+        if key in {"hosts", "workers", "host_io_threads", "max_concurrent_invocations", "supervisor_intensity",
+                   "global_limit", "default_agent_limit", "default_queue_timeout"} and value < 1:
             raise bad("must be >= 1")
         return value
     if hint is float:
@@ -206,7 +231,8 @@ def _read_file(path: Path) -> dict[str, Any]:
     # The file groups settings in tables for readability; keys are unique across tables.
     flat: dict[str, Any] = {}
     for key, value in data.items():
-        if isinstance(value, dict) and key in {"system", "runtime", "logging", "sessions", "gemini", "agents"}:
+        if isinstance(value, dict) and key in {"system", "runtime", "logging", "sessions", "gemini", "agents",
+                                                "admission"}:
             for inner, inner_value in value.items():
                 if inner in flat:
                     raise ConfigError("setting given twice", reason="duplicate_key", details={"key": inner})
