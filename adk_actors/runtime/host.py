@@ -108,8 +108,10 @@ class StopInner:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InnerSpecAdded:
+    """Permanent inner actors started on ``host_id`` (one message per spawn call, however many actors)."""
+
     host_id: int
-    spec: InnerSpec
+    specs: tuple[InnerSpec, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -204,7 +206,7 @@ class Host(GenServer):
         self.inner = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
         self.io = IOPool(args.io_threads)
         for spec in args.inner:
-            self._spawn(spec, report=False)
+            self._spawn(spec)
         self._drain()
         return None
 
@@ -277,16 +279,21 @@ class Host(GenServer):
             super().handle_info(message, sender)
 
     # ---- inner supervision -------------------------------------------------------------------------------------
-    def _spawn(self, spec: InnerSpec, report: bool = True) -> LocalRef:
+    def _spawn(self, spec: InnerSpec) -> LocalRef:
         if spec.local_id in self.actors:
             raise AdkError("an inner actor with that id exists", reason="already_started",
                            details={"local_id": spec.local_id})
         entry = _Inner(spec=spec, window=Window(spec.intensity, spec.period))
         self.actors[spec.local_id] = entry
         self._create(entry)
-        if report and spec.restart == "permanent" and self._parent is not None:
-            self._port.send(self._parent, InnerSpecAdded(host_id=self.host_id, spec=spec))
         return LocalRef(self.host_id, spec.local_id)
+
+    def _report_permanent(self, specs: list[InnerSpec]) -> None:
+        """Tell the HostSupervisor in one message: Thespian sends to one target strictly one at a time, so a
+        message per actor made 1,000 spawns cost ~9 s."""
+        permanent = tuple(spec for spec in specs if spec.restart == "permanent")
+        if permanent and self._parent is not None:
+            self._port.send(self._parent, InnerSpecAdded(host_id=self.host_id, specs=permanent))
 
     def _create(self, entry: _Inner) -> None:
         cls = _import(entry.spec.actor)
@@ -345,10 +352,12 @@ class Host(GenServer):
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
         if isinstance(request, Spawn):
             ref = self._spawn(request.spec)
+            self._report_permanent([request.spec])
             self._drain()
             return ref
         if isinstance(request, SpawnMany):
             refs = [self._spawn(spec) for spec in request.specs]
+            self._report_permanent(list(request.specs))
             self._drain()
             return refs
         if isinstance(request, StopInner):
@@ -480,7 +489,9 @@ class HostSupervisor(Supervisor):
 
     def handle_info(self, message: Any, sender: Any) -> None:
         if isinstance(message, InnerSpecAdded):
-            self.inner_specs.setdefault(message.host_id, {})[message.spec.local_id] = message.spec
+            specs = self.inner_specs.setdefault(message.host_id, {})
+            for spec in message.specs:
+                specs[spec.local_id] = spec
         elif isinstance(message, InnerSpecRemoved):
             self.inner_specs.get(message.host_id, {}).pop(message.local_id, None)
         else:

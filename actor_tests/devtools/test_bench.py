@@ -1,0 +1,58 @@
+"""Smoke test of the benchmark harness: every benchmark runs with tiny sizes and reports a well-formed table.
+
+Structure only, never timing: the numbers come from ``make bench`` on an idle machine (docs/PERFORMANCE.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from adk_actors.devtools import bench
+from adk_actors.runtime.system import ActorSystemHandle
+
+TINY = bench.Sizes(asks=5, hops=5, jobs=3, restarts=2, inner=10, idle_actors=4, idle_s=0.2, provider_calls=3,
+                   sse_chunks=20, sse_chunk_chars=8, sse_streams=1, session_events=10, session_reads=1,
+                   session_backends=("memory", "sqlite"))
+
+
+def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(system: ActorSystemHandle,
+                                                                               tmp_path: Path) -> None:
+    results = bench.run(sizes=TINY, handle=system)
+    assert list(results) == list(bench.BENCHMARKS)
+    for name, res in results.items():
+        assert "error" not in res, (name, res.get("error"))
+        assert res["title"] and res["columns"] and res["rows"], name
+        for table in [res, *res.get("extra_tables", [])]:
+            assert all(len(row) == len(table["columns"]) for row in table["rows"]), name
+        assert isinstance(res["data"], dict) and res["seconds"] >= 0
+    assert results["ask_tier1"]["data"]["by_name"]["n"] == TINY.asks
+    assert results["ask_tier1"]["data"]["by_address"]["cpu_ms_per_op"] > 0
+    assert isinstance(results["ask_tier2"]["data"]["met"], bool)
+    assert results["hops"]["data"]["in_cross_host"]["n"] == TINY.hops
+    assert results["restart"]["data"]["n"] == TINY.restarts
+    assert [r["count"] for r in results["spawn_inner"]["data"]["runs"]] == [TINY.inner, TINY.inner]
+    assert results["idle"]["data"]["inner_actors"] == TINY.idle_actors
+    assert results["provider"]["data"]["sse"]["text_intact"] is True
+    assert set(results["sessions"]["data"]) == {"memory", "sqlite"}
+    assert system.running  # the harness never stops a system it was given
+
+    info = bench.machine_info()
+    assert info["cores"] and info["python"]
+    report = bench.render(results, info, command="python -m adk_actors.devtools.bench --quick", quick=True,
+                          started=dt.datetime.now(dt.UTC))
+    assert report.startswith("## ") and "quick run" in report.splitlines()[0]
+    assert report.count("\n### ") == len(bench.BENCHMARKS)
+    assert "Targets:" in report and "ask to an inner actor" in report
+    target = tmp_path / "PERF.md"
+    target.write_text("# Perf\n")
+    bench.append_report(target, report)
+    bench.append_report(target, report)
+    assert target.read_text().count("\n## ") == 2
+
+
+def test_unknown_benchmark_names_are_rejected() -> None:
+    with pytest.raises(SystemExit):
+        bench.main(["--only", "ask_tier1,nope"])
