@@ -92,3 +92,28 @@ def test_lookup_of_an_unknown_name_fails_at_the_deadline(system: ActorSystemHand
     with pytest.raises((NameNotFound, AskTimeout)):
         system.ask(unique("nobody"), Echo(value=1), timeout=0.3)
     assert time.monotonic() - t0 < 2.0
+
+
+def test_per_thread_endpoints_keep_replies_matched_and_drop_late_ones(make_system) -> None:
+    handle: ActorSystemHandle = make_system(facade_endpoints="per_thread")
+    name = unique("pt")
+    start_child(handle, ChildSpec(id=name, actor=PROBE, register_as=name))
+    with pytest.raises(AskTimeout):
+        handle.ask(name, ReplyLater(seconds=0.2, value="late"), timeout=0.05)
+    assert handle.ask(name, ReplyLater(seconds=0.3, value="on-time"), timeout=5) == "on-time"
+    errors: list[str] = []
+
+    def worker(t: int) -> None:
+        for i in range(50):
+            token = (t, i)
+            got = handle.ask(name, Echo(value=token), timeout=30)
+            if got != token:
+                errors.append(f"{token} -> {got}")
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert len(handle._endpoints) >= 1  # the threads used kept endpoints

@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,8 @@ class ActorSystemHandle:
         self.root_pid: int = int(info["root_pid"])
         self._names: dict[str, Resolved] = {}
         self._dead: dict[str, Any] = {}
+        self._local = threading.local()
+        self._endpoints: weakref.WeakSet[_Endpoint] = weakref.WeakSet()
         self._names_lock = threading.Lock()
 
     # ---- paths ----------------------------------------------------------------------------------------------------
@@ -214,13 +217,32 @@ class ActorSystemHandle:
         job = RunJob(fn=callable_ref(fn), args=args, kwargs=kwargs, deadline=deadline, job_class=job_class)
         return self.ask("workers", job, timeout + JOB_REPLY_GRACE_S)
 
+    def _context(self) -> tuple[Any, bool]:
+        """The endpoint for one ask: fresh (closed after the ask) or this thread's (kept; see the setting)."""
+        if self.settings.facade_endpoints == "per_call":
+            return _ExternalContext(self._system()._systemBase.external_clone()), True
+        endpoint = getattr(self._local, "endpoint", None)
+        if endpoint is None or endpoint.closed:
+            endpoint = _Endpoint(_ExternalContext(self._system()._systemBase.external_clone()))
+            self._local.endpoint = endpoint
+            with self._names_lock:
+                self._endpoints.add(endpoint)
+        return endpoint.context, False
+
+    def _discard_context(self) -> None:
+        endpoint = getattr(self._local, "endpoint", None)
+        if endpoint is not None:
+            endpoint.close()
+            self._local.endpoint = None
+
     def ask_address(self, address: Any, request: Any, deadline: float, monitor_pid: int = 0,
                     wrap: Any = None) -> Any:
         """Ask one address. With ``monitor_pid`` the target process is monitored during the wait, as OTP's
         ``gen_server:call`` does: if it dies the call fails at once with ``ActorCrashed(reason="noproc")``.
         """
         call_id = uuid.uuid4().hex
-        context = _ExternalContext(self._system()._systemBase.external_clone())
+        context, fresh = self._context()
+        failed = True
         try:
             message: Any = Call(call_id=call_id, request=request, deadline=deadline)
             if wrap is not None:
@@ -236,8 +258,10 @@ class ActorSystemHandle:
                                               "error": type(exc).__name__}) from None
             while True:
                 if isinstance(reply, Reply) and reply.call_id == call_id:
+                    failed = False
                     return reply.value
                 if isinstance(reply, Failure) and reply.call_id == call_id:
+                    failed = False
                     raise reply.error
                 if isinstance(reply, PoisonMessage) and getattr(reply.poisonMessage, "call_id", None) == call_id:
                     raise ActorCrashed("the target could not handle the request",
@@ -251,7 +275,10 @@ class ActorSystemHandle:
                                        details={"request": type(request).__name__})
                 reply = context.listen(min(remaining, _MONITOR_SLICE) if monitor_pid else remaining)
         finally:
-            context.exit_clone()
+            if fresh:
+                context.exit_clone()
+            elif failed:
+                self._discard_context()  # after a timeout or a transport error, start the next ask clean
 
     def resolve(self, name: str, deadline: float | None = None) -> Any:
         """The current address registered as ``name`` (cached; re-resolved when its process is gone).
@@ -328,6 +355,7 @@ class ActorSystemHandle:
         asys, self._asys = self._asys, None
         if asys is None:
             return
+        self._close_endpoints()
         try:
             if port_listening(self.port, self.settings.bind_ip):
                 with contextlib.suppress(Exception):
@@ -349,13 +377,41 @@ class ActorSystemHandle:
                 if _default is self:
                     _default = None
 
+    def _close_endpoints(self) -> None:
+        with self._names_lock:
+            endpoints = list(self._endpoints)
+            self._endpoints.clear()
+        for endpoint in endpoints:
+            endpoint.close()
+
     def detach(self) -> None:
         """Forget this handle without stopping the system (attached mode)."""
+        self._close_endpoints()
         self._asys = None
         with _lock:
             global _default
             if _default is self:
                 _default = None
+
+
+class _Endpoint:
+    """A thread's long-lived external endpoint (``facade_endpoints = "per_thread"``); closed when the thread ends
+    (CPython drops thread-local values then) or when the handle stops."""
+
+    __slots__ = ("__weakref__", "closed", "context")
+
+    def __init__(self, context: Any) -> None:
+        self.context = context
+        self.closed = False
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            with contextlib.suppress(Exception):
+                self.context.exit_clone()
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def _kill_group(pgid: int) -> None:
