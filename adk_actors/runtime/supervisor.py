@@ -243,18 +243,17 @@ class Supervisor(GenServer):
 
     def handle_child_exited(self, address: Any) -> None:
         child = self._find(address)
-        if child is None:
-            self._reap_dead()
-            return
-        self._child_gone(child, address)
-        self._reap_dead()
+        if child is not None:
+            self._child_gone(child, address)
+        self._reap_dead(states=("stopping",))
+        # Running children found dead are reaped a little later, after any ChildExit they sent is handled.
+        self.start_timer(0.05, _Recheck())
 
-    def _reap_dead(self) -> None:
+    def _reap_dead(self, states: tuple[str, ...] = ("running", "stopping")) -> None:
         """Thespian may report a child under an address that does not compare equal to the one createActor
         returned (or miss it when several die at once); the process table is the ground truth."""
         for child in list(self.children.values()):
-            if child.address is not None and child.pid and child.state in ("running", "stopping") \
-                    and not pid_alive(child.pid):
+            if child.address is not None and child.pid and child.state in states and not pid_alive(child.pid):
                 self._child_gone(child, child.address)
 
     def _child_gone(self, child: _Child, address: Any) -> None:
