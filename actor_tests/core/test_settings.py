@@ -93,3 +93,9 @@ def test_environment_values_either_validate_or_raise_config_error(raw: str) -> N
             load_settings(env={name: raw}, config_file=REPO / "config" / "adk.toml")
         except ConfigError:
             pass
+
+
+def test_configuration_doc_lists_every_setting() -> None:
+    doc = (REPO / "docs" / "CONFIGURATION.md").read_text()
+    missing = [name for name in Settings.__dataclass_fields__ if name != "extra" and f"`{name}`" not in doc]
+    assert missing == []
