@@ -1,0 +1,55 @@
+"""The `adk` console script: --version, emulator, status (driven as subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import requests
+
+from adk_actors import __version__
+from adk_actors.runtime.system import ActorSystemHandle
+
+ADK = os.path.join(os.path.dirname(sys.executable), "adk")
+
+
+def test_version() -> None:
+    out = subprocess.run([ADK, "--version"], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0 and out.stdout.strip() == f"adk_actors {__version__}"
+
+
+def test_adk_emulator_serves_until_sigterm() -> None:
+    proc = subprocess.Popen([ADK, "emulator", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "listening on http://127.0.0.1:" in line
+        base = line.strip().rsplit(" ", 1)[-1]
+        body = {"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}
+        reply = requests.post(f"{base}/v1beta/models/gemini-3.1-flash-lite:generateContent", json=body,
+                              headers={"x-goog-api-key": "test-key"}, timeout=10)
+        assert reply.status_code == 200 and reply.json()["candidates"][0]["content"]["parts"][0]["text"]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_status_prints_the_tree_as_json(system: ActorSystemHandle) -> None:
+    out = subprocess.run([ADK, "status", "--port", str(system.port)], capture_output=True, text=True, timeout=60,
+                         check=False, env={**os.environ, "THESPIAN_BASE_IPADDR": "127.0.0.1"})
+    assert out.returncode == 0, out.stderr
+    tree = json.loads(out.stdout)
+    assert tree["id"] == "root" and {c["id"] for c in tree["children"]} >= {"registry", "router", "hosts"}
+
+
+def test_status_without_a_system_exits_1_with_a_json_error() -> None:
+    out = subprocess.run([ADK, "status", "--port", "29998"], capture_output=True, text=True, timeout=60,
+                         check=False)
+    assert out.returncode == 1 and json.loads(out.stderr)["error"]["reason"] == "system_not_running"
