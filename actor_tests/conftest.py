@@ -89,6 +89,22 @@ def fresh_system(strict_pickle: bool) -> Iterator[ActorSystemHandle]:
 
 
 @pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A temp dir of the test's own, removed when the test ends (pytest's own keeps the last runs' dirs)."""
+    path = Path(tempfile.mkdtemp(prefix="tmp-", dir=_tmp_root))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def tmp_module_dir() -> Iterator[Path]:
+    """A temp dir shared by one module's tests, removed after the module."""
+    path = Path(tempfile.mkdtemp(prefix="mod-", dir=_tmp_root))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
 def tmp_data_dir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="data-", dir=_tmp_root))
     yield path

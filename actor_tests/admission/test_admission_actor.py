@@ -24,8 +24,8 @@ from adk_actors.testing import reserved_port
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ActorSystemHandle]:
-    data = tmp_path_factory.mktemp("admission")
+def node(tmp_module_dir: Path) -> Iterator[ActorSystemHandle]:
+    data = tmp_module_dir
     handle = adk_actors.start(Settings(admin_port=reserved_port(), data_dir=str(data), global_limit=3,
                                        default_agent_limit=2, agent_limits={"Batch": 1}, overflow="reject",
                                        max_queue=4, default_queue_timeout=30000))
