@@ -8,6 +8,7 @@ is written (the sink), which also catches records from third-party libraries.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -18,7 +19,8 @@ import structlog
 
 from adk_actors.secrets import REDACTED, prune_secrets, register_secret, scrub_text
 
-__all__ = ["SECRET_ENV_VARS", "ScrubFilter", "configure_logging", "get_logger", "scrub", "scrub_processor"]
+__all__ = ["SECRET_ENV_VARS", "JsonFormatter", "ScrubFilter", "configure_logging", "get_logger", "scrub",
+           "scrub_processor"]
 
 SECRET_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "ADK_GEMINI_API_KEY")
 
@@ -68,6 +70,20 @@ class ScrubFilter(logging.Filter):
             record.exc_text = scrub(logging.Formatter().formatException(record.exc_info))
             record.exc_info = None
         return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ``ts``, ``level``, ``logger``, ``message`` (+ ``actor`` when Thespian set it)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {"ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
+                                 "logger": record.name, "message": record.getMessage()}
+        actor = getattr(record, "actorAddress", None)
+        if actor is not None:
+            entry["actor"] = str(actor)
+        if record.exc_text:
+            entry["exception"] = record.exc_text
+        return json.dumps(entry, sort_keys=True, ensure_ascii=False, default=str)
 
 
 _configured: tuple[str, str] | None = None

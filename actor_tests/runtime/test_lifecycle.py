@@ -149,3 +149,16 @@ def test_actor_log_lines_reach_the_sink_and_the_api_key_never_does(tmp_data_dir:
             outputs[str(path)] = path.read_text(errors="replace")
     for where, text in outputs.items():
         assert key not in text, f"the API key leaked into {where}"
+
+
+def test_json_log_format_writes_one_json_object_per_line(tmp_data_dir: Path) -> None:
+    handle = start(Settings(admin_port=reserved_port(), data_dir=str(tmp_data_dir), log_format="json"))
+    try:
+        probe = start_child(handle, ChildSpec(id=unique("json"), actor=PROBE))
+        canary = f"json-canary-{uuid.uuid4().hex}"
+        handle.ask(probe, Log(text=canary))
+    finally:
+        handle.stop()
+    lines = [json.loads(line) for line in handle.log_sink.read_text().splitlines() if line.strip()]
+    mine = [entry for entry in lines if canary in entry["message"]]
+    assert mine and mine[0]["level"] == "WARNING" and mine[0]["logger"].startswith("adk_actors.")
