@@ -1,9 +1,11 @@
-"""C=1000 concurrent requests with latency_ms=200 complete with 0 errors (delays hold no server thread)."""
+"""C=1000 concurrent requests with latency_ms=200 complete with 0 errors (delays hold no server thread).
+
+No wall-clock assertion: serialised delays would take 200 s and trip pytest's timeout instead.
+"""
 
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -36,19 +38,15 @@ def test_thousand_concurrent_requests() -> None:
         return resp.json()["candidates"][0]["content"]["parts"][0]["text"]
 
     with Emulator(latency_ms=200) as emu:
-        started = time.monotonic()
         try:
             with ThreadPoolExecutor(THREADS) as pool:
                 results = list(pool.map(one, range(C)))
         finally:
             for s in sessions:
                 s.close()
-        elapsed = time.monotonic() - started
         assert results == [f"You said: req {i}" for i in range(C)]
         assert len(emu.requests) == C
         assert all(r["status"] == 200 for r in emu.requests)
-    # 1000 requests / 200 in flight * 0.2 s = 1 s if delays overlap; serialised they would take 200 s.
-    assert elapsed < 20
 
 
 @pytest.mark.slow

@@ -151,3 +151,21 @@ def test_midstream_error_event() -> None:
         assert "candidates" in items[0] and items[-1]["error"]["code"] == 503
         unary = post(emu.base_url, GEN, {"contents": [user("boom")]})
         assert unary.status_code == 503
+
+
+def test_an_internal_error_answers_500_without_the_exception_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "key=AIzaSyINTERNAL-SECRET"
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError(f"engine bug while handling {secret}")
+
+    with Emulator() as emu:
+        monkeypatch.setattr(emu.engine, "generate", broken)
+        resp = post(emu.base_url, GEN, {"contents": [user("x")]})
+        assert resp.status_code == 500
+        assert resp.json() == {"error": {"code": 500, "message": "Emulator internal error (RuntimeError).",
+                                         "status": "INTERNAL"}}
+        assert "SECRET" not in resp.text and "engine bug" not in resp.text
+        # the connection and the server survive the bug
+        monkeypatch.undo()
+        assert post(emu.base_url, GEN, {"contents": [user("x")]}).status_code == 200

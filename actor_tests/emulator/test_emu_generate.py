@@ -65,6 +65,46 @@ def test_weather_round_trip_with_url_safe_signature(emu: Emulator) -> None:
     assert emu.rule_hits["weather_answer"] == 1
 
 
+TOOLS = {"functionDeclarations": [
+    {"name": "get_time", "description": "The current time."},
+    {"name": "lookup_stock.price", "description": "A stock price.",
+     "parameters": {"type": "OBJECT", "properties": {"symbol": {"type": "STRING"}}}},
+]}  # fmt: skip
+
+
+@pytest.mark.parametrize(("prompt", "tool"), [
+    ("Please use get_time.", "get_time"),
+    ("call the get_time tool", "get_time"),
+    ("Could you CALL lookup_stock.price for me?", "lookup_stock.price"),
+    ("run get_time", "get_time"),
+])  # fmt: skip
+def test_default_script_calls_a_tool_the_prompt_names(emu: Emulator, prompt: str, tool: str) -> None:
+    first = post(emu.base_url, GEN, {"contents": [user(prompt)], "tools": [TOOLS, WEATHER_TOOL]})
+    assert first.status_code == 200, first.text
+    (part,) = _parts(first.json())
+    call = part["functionCall"]
+    assert (call["name"], call["args"]) == (tool, {}) and part["thoughtSignature"]
+    contents = [user(prompt), {"role": "model", "parts": [part]}, {"role": "user", "parts": [{"functionResponse": {
+        "id": call["id"], "name": tool, "response": {"result": "12:00"}}}]}]  # fmt: skip
+    second = post(emu.base_url, GEN, {"contents": contents, "tools": [TOOLS, WEATHER_TOOL]})
+    assert _parts(second.json())[0]["text"] == f"The {tool} tool returned: 12:00."
+    assert emu.rule_hits["named_tool_call"] == 1
+
+
+@pytest.mark.parametrize("prompt", ["use get_date", "use the force", "tell me about get_time"])
+def test_default_script_named_tool_rule_needs_a_declared_tool_and_a_verb(emu: Emulator, prompt: str) -> None:
+    body = post(emu.base_url, GEN, {"contents": [user(prompt)], "tools": [TOOLS]}).json()
+    assert _parts(body)[-1]["text"] == f"You said: {prompt}"
+    assert emu.rule_hits["named_tool_call"] == 0
+
+
+def test_default_script_weather_rules_keep_precedence(emu: Emulator) -> None:
+    body = post(emu.base_url, GEN, {"contents": [user("use get_weather for the weather in Oslo")],
+                                    "tools": [TOOLS, WEATHER_TOOL]}).json()  # fmt: skip
+    assert _parts(body)[0]["functionCall"]["args"] == {"city": "Oslo"}
+    assert emu.rule_hits["weather_call"] == 1 and emu.rule_hits["named_tool_call"] == 0
+
+
 def test_weather_without_city_asks(emu: Emulator) -> None:
     body = post(emu.base_url, GEN, {"contents": [user("how is the weather?")], "tools": [WEATHER_TOOL]}).json()
     assert _parts(body)[0]["text"] == "Which city would you like the weather for?"
@@ -162,6 +202,8 @@ def test_invalid_scripts_rejected() -> None:
         {"rules": [{"when": {}, "respond": {"txt": "x"}}]},
         {"rules": [{"when": {}, "respond": {"fault": {"kind": "explode"}}}]},
         {"rules": [{"when": {"user_text_regex": "("}, "respond": {"text": "x"}}]},
+        {"rules": [{"when": {}, "respond": {"text": "x", "grounding": True, "grounding_chunks": 0}}]},
+        {"rules": [{"when": {}, "respond": {"text": "x", "grounding": True, "grounding_chunks": "2"}}]},
         {"rulez": []},
     ):
         with pytest.raises(ScriptError):

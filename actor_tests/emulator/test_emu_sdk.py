@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import requests
 from google import genai
 from google.genai import errors, types
+from pydantic import ValidationError
 
 from adk_actors.emulator import Emulator
 
+from .conftest import Served, UnknownEnumValue, sdk_type_for, validate_with_sdk
 from .helpers import GEN, STREAM, WEATHER_TOOL, post, sse_events, user
 
 MODEL = "gemini-3.1-flash-lite"
@@ -148,6 +152,17 @@ SHAPES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("json", {"json": {"a": 1, "b": ["x"]}}, {"generationConfig": {"responseMimeType": "application/json"}}),
     ("blocked", {"block_reason": "SAFETY"}, {}),
     ("max-tokens", {"thought": "long", "finish_reason": "MAX_TOKENS", "text": ""}, {}),
+    ("code-execution", {"code_execution": {"code": "print(6*7)", "output": "42\n"}, "text": "It is 42."},
+     {"tools": [{"codeExecution": {}}]}),
+    ("code-execution-failed", {"code_execution": {"code": "1/0", "output": "ZeroDivisionError",
+                                                  "outcome": "OUTCOME_FAILED"}}, {"tools": [{"codeExecution": {}}]}),
+    ("final-empty-text", {"text": "answer", "final_chunk": "empty_text"}, {}),
+    ("final-finish-only", {"text": "answer", "final_chunk": "finish_only"}, {}),
+    ("final-finish-only-calls", {"function_calls": [{"name": "a"}], "final_chunk": "finish_only"}, {}),
+    ("grounding-spread", {"text": "Spain won. It was in Berlin!", "grounding": True, "grounding_chunks": 3},
+     {"tools": [{"googleSearch": {}}]}),
+    ("grounding-spread-call", {"function_calls": [{"name": "a"}], "grounding": True, "grounding_chunks": 2},
+     {"tools": [{"googleSearch": {}}]}),
 ]  # fmt: skip
 
 
@@ -169,13 +184,45 @@ def test_sdk_types_accept_every_response(respond: dict[str, Any], extra: dict[st
             types.GenerateContentResponse.model_validate(item)
 
 
-def test_sdk_types_accept_other_resources(emu: Emulator) -> None:
+def test_sdk_types_accept_other_resources(emu: Emulator, served_bodies: list[Served]) -> None:
     cache = post(emu.base_url, "/v1beta/cachedContents",
                  {"model": f"models/{MODEL}", "contents": [user("x " * 3000)]}).json()  # fmt: skip
     types.CachedContent.model_validate(cache)
-    count = post(emu.base_url, "/v1beta/models/gemini-3.1-flash-lite:countTokens", {"contents": [user("x")]}).json()
-    count.pop("promptTokensDetails")  # the SDK type keeps only totalTokens / cachedContentTokenCount
-    types.CountTokensResponse.model_validate(count)
+    count = post(emu.base_url, "/v1beta/models/gemini-3.1-flash-lite:countTokens", {"contents": [user("x")]})
+    assert "promptTokensDetails" in count.json()  # the real body, validated as served (see conftest)
+    cached_count = post(emu.base_url, "/v1beta/models/gemini-3.1-flash-lite:countTokens", {
+        "generateContentRequest": {"model": f"models/{MODEL}", "contents": [user("x")],
+                                   "cachedContent": cache["name"]}})  # fmt: skip
+    assert cached_count.json()["cachedContentTokenCount"] == cache["usageMetadata"]["totalTokenCount"]
+    assert post(emu.base_url, STREAM, {"contents": [user("x")], "cachedContent": cache["name"]},
+                params={"alt": "sse"}).status_code == 200  # fmt: skip
+    assert post(emu.base_url, GEN, {"contents": [user("x")], "cachedContent": cache["name"]}).status_code == 200
+    requests.get(f"{emu.base_url}/v1beta/cachedContents", headers={"x-goog-api-key": "k"}, timeout=10)
+    requests.patch(f"{emu.base_url}/v1beta/{cache['name']}", json={"ttl": "60s"}, headers={"x-goog-api-key": "k"},
+                   timeout=10)  # fmt: skip
+    requests.delete(f"{emu.base_url}/v1beta/{cache['name']}", headers={"x-goog-api-key": "k"}, timeout=10)
+    validated = [validate_with_sdk(item) for item in served_bodies]
+    assert {"CachedContent", "ListCachedContentsResponse", "DeleteCachedContentResponse", "CountTokensResponse",
+            "GenerateContentResponse"} <= set(validated)  # fmt: skip
+    usage = [json.loads(i.body)["usageMetadata"] for i in served_bodies if sdk_type_for(i) == "GenerateContentResponse"]
+    assert usage and all(u["cacheTokensDetails"][0]["tokenCount"] == cache["usageMetadata"]["totalTokenCount"]
+                         for u in usage)  # cached-content usage was served (and so validated)
+
+
+def test_the_served_body_check_rejects_what_the_sdk_rejects() -> None:
+    path = f"/v1beta/models/{MODEL}:generateContent"
+    good = b'{"candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]}, "index": 0}]}'
+    assert validate_with_sdk(Served("POST", path, 200, good)) == "GenerateContentResponse"
+    for bad in (b'{"candidates": [], "bogusField": 1}',
+                b'{"candidates": [{"content": {"parts": [{"text": "x", "thoughtSignature": "not base64!"}]}}]}',
+                b'{"candidates": [{"content": {"parts": [{"executableCode": {"language": "COBOL!"}}]}}]}',
+                b'{"candidates": [{"finishReason": "DONE_AND_DUSTED"}]}'):
+        with pytest.raises((ValidationError, UnknownEnumValue)):
+            validate_with_sdk(Served("POST", path, 200, bad))
+    count = b'{"totalTokens": 2, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": "many"}]}'
+    with pytest.raises(ValidationError):
+        validate_with_sdk(Served("POST", f"/v1beta/models/{MODEL}:countTokens", 200, count))
+    assert validate_with_sdk(Served("POST", path, 400, b'{"error": {}}')) is None  # errors are not SDK types
 
 
 def test_sdk_async_client(client: genai.Client) -> None:

@@ -96,3 +96,50 @@ def test_stream_error_before_start_is_plain_json(emu: Emulator) -> None:
     assert resp.status_code == 400
     assert resp.headers["Content-Type"] == "application/json; charset=UTF-8"
     assert resp.json()["error"]["message"] == "Please use a valid role: user, model."
+
+
+GROUNDING = {
+    "webSearchQueries": ["q1", "q2", "q3", "q4", "q5"],
+    "searchEntryPoint": {"renderedContent": "<div>chips</div>"},
+    "groundingChunks": [{"web": {"uri": f"https://example.com/{i}", "title": f"t{i}"}} for i in range(4)],
+    "groundingSupports": [{"segment": {"startIndex": 0, "endIndex": 3, "text": "abc"}, "groundingChunkIndices": [i],
+                           "confidenceScores": [0.9]} for i in range(3)],
+}  # fmt: skip
+
+
+def _combined(events: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for event in events:
+        for key, value in event["candidates"][0].get("groundingMetadata", {}).items():
+            out[key] = out.get(key, []) + value if isinstance(value, list) else value
+    return out
+
+
+def test_stream_grounding_spread_over_chunks() -> None:
+    script = {"rules": [{"when": {}, "respond": {"text": "grounded answer, long enough to split", "chunks": 4,
+                                                 "grounding": GROUNDING, "grounding_chunks": 3}}]}  # fmt: skip
+    body = {"contents": [user("news?")], "tools": [{"googleSearch": {}}]}
+    with Emulator(script=script) as emu:
+        events = _stream(emu, body)
+        unary = post(emu.base_url, "/v1beta/models/gemini-3.1-flash-lite:generateContent", body).json()
+        array = post(emu.base_url, STREAM, body).json()
+    grounded = [i for i, e in enumerate(events) if "groundingMetadata" in e["candidates"][0]]
+    assert grounded == [len(events) - 3, len(events) - 2, len(events) - 1]  # the last three chunks, in order
+    assert _combined(events) == GROUNDING == _combined(array)
+    assert unary["candidates"][0]["groundingMetadata"] == GROUNDING  # unary: all on the one candidate
+    pieces = [events[i]["candidates"][0]["groundingMetadata"] for i in grounded]
+    assert [p["webSearchQueries"] for p in pieces] == [["q1", "q2"], ["q3"], ["q4", "q5"]]
+    assert "searchEntryPoint" in pieces[0] and all("searchEntryPoint" not in p for p in pieces[1:])
+
+
+def test_stream_grounding_spread_on_a_tool_call_leads_with_grounding_only_chunks() -> None:
+    script = {"rules": [{"when": {}, "respond": {"function_calls": [{"name": "f", "args": {}}],
+                                                 "grounding": GROUNDING, "grounding_chunks": 3}}]}  # fmt: skip
+    tools = [{"googleSearch": {}}, {"functionDeclarations": [{"name": "f"}]}]
+    with Emulator(script=script) as emu:
+        events = _stream(emu, {"contents": [user("x")], "tools": tools})
+    assert len(events) == 3
+    assert ["content" in e["candidates"][0] for e in events] == [False, False, True]
+    assert events[-1]["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] == "f"
+    assert all("groundingMetadata" in e["candidates"][0] for e in events)
+    assert _combined(events) == GROUNDING

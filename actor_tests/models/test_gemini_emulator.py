@@ -179,6 +179,57 @@ def test_invalid_config_never_reaches_http(emu, cfg, bad):
     assert emu.requests == []
 
 
+def _doc(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"schema_version": 1, "parts": list(parts)}
+
+
+def _b64_of_size(n: int) -> str:
+    return base64.b64encode(b"\0" * n).decode()
+
+
+_MB = 1_000_000
+REJECTED_HISTORY = [
+    ("file-uri", _doc({"type": "file_data", "mime_type": "text/plain", "uri": "file:///etc/passwd"}),
+     "invalid_uri", {"rule": "scheme"}),
+    ("http-credentials-fragment", _doc({"type": "file_data", "mime_type": "text/html",
+                                        "uri": "http://user:pw@host/x#frag"}), "invalid_uri", {"rule": "scheme"}),
+    ("https-credentials", _doc({"type": "file_data", "mime_type": "text/html", "uri": "https://user:pw@host/x"}),
+     "invalid_uri", {"rule": "credentials"}),
+    ("https-fragment", _doc({"type": "file_data", "mime_type": "text/html", "uri": "https://host/x#frag"}),
+     "invalid_uri", {"rule": "fragment"}),
+    ("mime-with-parameters", _doc({"type": "file_data", "mime_type": "Text/HTML; charset=x",
+                                   "uri": "https://example.com/x"}), "invalid_mime_type", {}),
+    ("inline-mime-with-parameters", _doc({"type": "inline_data", "mime_type": "Text/HTML; charset=x",
+                                          "data": "aGk="}), "invalid_mime_type", {}),
+    ("nul-in-text", "a\x00b", "invalid_json", {}),
+    ("nul-in-text-part", _doc({"type": "text", "text": "ok"}, {"type": "text", "text": "a\x00b"}),
+     "invalid_json", {}),
+    ("nul-in-call-args", _doc({"type": "function_call", "name": "f", "args": {"k": "a\x00b"}}), "invalid_json", {}),
+    ("inline-15-mb", _doc({"type": "inline_data", "mime_type": "image/png", "data": _b64_of_size(15 * _MB)}),
+     "limit_exceeded", {"limit": "max_inline_part_bytes"}),
+    ("inline-total-over-15-mib", _doc(*[{"type": "inline_data", "mime_type": "image/png",
+                                         "data": _b64_of_size(8 * 1024 * 1024)}] * 2),
+     "limit_exceeded", {"limit": "max_inline_total_bytes"}),
+    ("unknown-part-key", _doc({"type": "text", "text": "x", "extra": 1}), "unknown_key", {}),
+]
+
+
+@pytest.mark.parametrize(("content", "reason", "details"), [c[1:] for c in REJECTED_HISTORY],
+                         ids=[c[0] for c in REJECTED_HISTORY])
+@pytest.mark.parametrize("role", ["user", "model"])
+def test_history_is_validated_with_the_content_model_before_any_http(emu, cfg, content, reason, details, role):
+    history = [user("hello"), {"role": role, "content": content}]
+    for call in (lambda: models.generate(cfg, history),
+                 lambda: models.stream_content(cfg, history, [], lambda _f: None)):
+        with pytest.raises(ContentError) as info:
+            call()
+        assert info.value.reason == reason
+        assert info.value.details["path"] == "history[1].content"
+        assert details.items() <= info.value.details.items()
+        assert "passwd" not in str(info.value.details) and "pw@" not in str(info.value.details)
+    assert emu.requests == []  # nothing was sent
+
+
 def test_bad_history_never_reaches_http(emu, cfg):
     with pytest.raises(ContentError):
         models.generate(cfg, [{"role": "user", "content": {"schema_version": 1, "parts": [{"type": "nope"}]}}])
@@ -367,3 +418,124 @@ def test_a_200_that_is_not_json_is_a_malformed_response(cfg, tmp_path):
         with pytest.raises(ProviderError) as info:
             models.generate(cfg | {"base_url": server.base_url}, [user("x")])
     assert info.value.reason == "malformed_response"
+
+
+def test_request_body_is_compact_utf8_json_that_keeps_schema_key_order():
+    from adk_actors.models.gemini.provider import _Prepared
+
+    tool = {"name": "f", "description": "d", "parameters_json_schema": {
+        "type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {"type": "number"}}}}
+    prepared = _Prepared({"api_key": API_KEY, "generation_config": {"temperature": 0.5, "top_k": 3},
+                          "instructions": "é"}, [user("héllo")], [tool])
+    body = json.loads(prepared.body)
+    assert prepared.body == json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert b"h\xc3\xa9llo" in prepared.body  # UTF-8, not \\u escapes
+    assert prepared.body.index(b'"zeta"') < prepared.body.index(b'"alpha"')  # the user's property order
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "a\x00b"], ids=["nan", "inf", "nul"])
+def test_non_canonical_values_in_the_request_fail_before_http(emu, cfg, bad):
+    tool = {"name": "f", "description": "d", "parameters_json_schema": {
+        "type": "object", "properties": {"x": {"type": "number", "default": bad}}}}
+    for call in (lambda: models.generate(cfg, [user("x")], [tool]),
+                 lambda: models.stream(cfg, [user("x")], [tool], lambda _d: None)):
+        with pytest.raises(ContentError) as info:
+            call()
+        assert info.value.reason == "invalid_json"
+        assert "a\x00b" not in str(info.value) + str(info.value.details)
+    assert emu.requests == []
+
+
+SPREAD_GROUNDING = {
+    "webSearchQueries": ["q1", "q2", "q3", "q4", "q5"],
+    "searchEntryPoint": {"renderedContent": "<div>chips</div>"},
+    "groundingChunks": [{"web": {"uri": f"https://example.com/{i}", "title": f"t{i}"}} for i in range(4)],
+    "groundingSupports": [{"segment": {"startIndex": 0, "endIndex": 3, "text": "abc"}, "groundingChunkIndices": [i],
+                           "confidenceScores": [0.9]} for i in range(3)],
+}
+
+
+def _concat(raw_frames: list[dict[str, Any]]) -> dict[str, Any] | None:
+    out: dict[str, Any] | None = None
+    for f in raw_frames:
+        for key, value in f["candidates"][0].get("groundingMetadata", {}).items():
+            out = out or {}
+            out[key] = out.get(key, []) + value if isinstance(value, list) else value
+    return out
+
+
+def test_grounding_spread_over_sse_frames_is_concatenated_in_order_on_the_final_event(emu, cfg):
+    emu.set_script({"rules": [{"respond": {"text": "a grounded answer long enough", "chunks": 5,
+                                           "grounding": SPREAD_GROUNDING, "grounding_chunks": 3}}]})
+    frames: list[StreamFrame] = []
+    final = models.stream_content(cfg | {"builtin_tools": ["google_search"]}, [user("q")], [], frames.append)
+    raw = _raw_sse(emu, api_bodies(emu)[0])
+    assert sum("groundingMetadata" in f["candidates"][0] for f in raw) == 3  # really spread over frames
+    assert len(frames) == len(raw)
+    for i, frame in enumerate(frames):  # each frame carries what has accumulated so far
+        acc = _concat(raw[: i + 1])
+        assert (frame.provider_metadata or {}).get("metadata") == acc
+    assert _concat(raw) == SPREAD_GROUNDING
+    assert final.provider_metadata == frames[-1].provider_metadata
+    assert final.provider_metadata["metadata"] == SPREAD_GROUNDING and frames[-1].finish_reason == "stop"
+    # the text stream returns the same combined metadata
+    text_final = models.stream(cfg | {"builtin_tools": ["google_search"]}, [user("q")], [], lambda _d: None)
+    assert text_final.provider_metadata["metadata"] == SPREAD_GROUNDING
+
+
+def test_grounding_spread_over_sse_frames_is_attached_to_the_tool_call_response(emu, cfg):
+    emu.set_script({"rules": [{"respond": {"function_calls": [{"name": "get_weather", "args": {"city": "x"}}],
+                                           "thought": "search then call", "grounding": SPREAD_GROUNDING,
+                                           "grounding_chunks": 3}}]})
+    config = cfg | {"builtin_tools": ["google_search"], "thinking_config": {"include_thoughts": True}}
+    frames: list[StreamFrame] = []
+    final = models.stream_content(config, [user("x")], [WEATHER_TOOL], frames.append)
+    raw = _raw_sse(emu, api_bodies(emu)[0])
+    assert sum("groundingMetadata" in f["candidates"][0] for f in raw) == 3
+    call_frame = frames[-1]
+    assert call_frame.function_calls and call_frame.function_calls[0]["name"] == "get_weather"
+    assert call_frame.provider_metadata["metadata"] == _concat(raw) == SPREAD_GROUNDING
+    assert final.function_calls and final.provider_metadata["metadata"] == SPREAD_GROUNDING
+    out = models.plain_output(final)
+    assert isinstance(out, ProviderResult) and isinstance(out.output, dict)
+    assert [p["type"] for p in out.output["parts"]] == ["text", "function_call"]
+
+
+# ------------------------------------------------------------------------------------- the 256 KiB metadata cap
+
+_CAP = 256 * 1024
+
+
+def _sized_metadata(size: int, queries: int = 4) -> dict[str, Any]:
+    """Grounding metadata whose compact JSON is exactly ``size`` bytes (spread-able over ``queries`` frames)."""
+    meta: dict[str, Any] = {"webSearchQueries": ["q" * 1000] * (queries - 1) + [""]}
+    base = len(json.dumps(meta, separators=(",", ":")).encode())
+    meta["webSearchQueries"][-1] = "z" * (size - base)
+    assert len(json.dumps(meta, separators=(",", ":")).encode()) == size
+    return meta
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["generate", "stream"])
+def test_grounding_metadata_of_exactly_256_kib_is_accepted_through_the_emulator(emu, cfg, stream):
+    meta = _sized_metadata(_CAP)
+    emu.set_script({"rules": [{"respond": {"text": "big", "grounding": meta, "grounding_chunks": 4}}]})
+    config = cfg | {"builtin_tools": ["google_search"]}
+    if stream:
+        result = models.stream_content(config, [user("q")], [], lambda _f: None)
+    else:
+        result = models.generate_response(config, [user("q")])
+    assert result.provider_metadata["metadata"] == meta
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["generate", "stream"])
+def test_grounding_metadata_one_byte_over_256_kib_is_rejected_through_the_emulator(emu, cfg, stream):
+    meta = _sized_metadata(_CAP + 1)
+    emu.set_script({"rules": [{"respond": {"text": "big", "grounding": meta, "grounding_chunks": 4}}]})
+    config = cfg | {"builtin_tools": ["google_search"]}
+    with pytest.raises(ProviderError) as info:
+        if stream:  # every frame's share is small: only the accumulated metadata crosses the cap
+            models.stream_content(config, [user("q")], [], lambda _f: None)
+        else:
+            models.generate(config, [user("q")])
+    assert info.value.reason == "provider_metadata_too_large"
+    assert info.value.details == {"bytes": _CAP + 1, "limit": _CAP}

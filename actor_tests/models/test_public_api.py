@@ -62,6 +62,27 @@ def test_custom_providers_need_only_generate_and_stream():
     assert models.generate({"provider": EchoProvider()}, [{"role": "user", "content": "obj"}]) == "OBJ"
 
 
+class BadResultProvider:
+    """A custom provider returning a type the models API does not understand."""
+
+    def generate(self, config, history, tools=(), *, cancel=None):
+        return 42
+
+    def stream(self, config, history, tools, on_delta, *, cancel=None):
+        return [b"not", b"a", b"result"]
+
+
+def test_an_unsupported_custom_provider_result_is_a_provider_error():
+    cfg = {"provider": BadResultProvider()}
+    for call in (lambda: models.generate(cfg, [{"role": "user", "content": "x"}]),
+                 lambda: models.generate_response(cfg, [{"role": "user", "content": "x"}]),
+                 lambda: models.stream(cfg, [{"role": "user", "content": "x"}], [], lambda _d: None)):
+        with pytest.raises(ProviderError) as info:
+            call()
+        assert info.value.reason == "invalid_provider_result"
+        assert info.value.details["type"] in ("int", "list")
+
+
 def test_registering_a_non_provider_fails():
     with pytest.raises(ConfigError):
         models.register_provider("bad", object())  # type: ignore[arg-type]

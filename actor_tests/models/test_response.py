@@ -105,8 +105,9 @@ def test_as_response_accepts_every_output_form():
     assert as_response(r) is r
     grounded = as_response(ProviderResult(output="x", provider_metadata={"schema_version": 1}))
     assert grounded.provider_metadata == {"schema_version": 1} and grounded.text == "x"
-    with pytest.raises(TypeError):
+    with pytest.raises(ProviderError) as info:
         as_response(42)
+    assert (info.value.reason, info.value.details) == ("invalid_provider_result", {"type": "int"})
 
 
 def test_durations():
@@ -131,3 +132,30 @@ def test_error_bodies_map_to_typed_errors_without_secrets():
     assert error_from_body(502, b"<html>").details == {"status": 502}
     assert error_from_payload(200, {"error": {"code": 503}}, midstream=True).details == {"status": 503,
                                                                                           "midstream": True}
+
+
+def _meta_of_size(size: int) -> dict:
+    import json
+
+    meta = {"searchEntryPoint": {"renderedContent": ""}}
+    base = len(json.dumps(meta, separators=(",", ":")).encode())
+    meta["searchEntryPoint"]["renderedContent"] = "é" * ((size - base) // 2) + "x" * ((size - base) % 2)
+    assert len(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode()) == size
+    return meta
+
+
+def test_grounding_cap_is_256_kib_inclusive():
+    at_limit, over = _meta_of_size(256 * 1024), _meta_of_size(256 * 1024 + 1)
+    assert parse_response(_resp([{"text": "A"}], groundingMetadata=at_limit)).provider_metadata["metadata"] == at_limit
+    assert merge_grounding(None, at_limit) == at_limit
+    for call in (lambda: parse_response(_resp([{"text": "A"}], groundingMetadata=over)),
+                 lambda: merge_grounding(None, over)):
+        with pytest.raises(ProviderError) as info:
+            call()
+        assert info.value.reason == "provider_metadata_too_large"
+        assert info.value.details == {"bytes": 256 * 1024 + 1, "limit": 256 * 1024}
+    # accumulation: two halves, each well under the cap, cross it only together
+    half = {"webSearchQueries": ["a" * (128 * 1024)]}
+    with pytest.raises(ProviderError) as info:
+        merge_grounding(merge_grounding(None, half), half)
+    assert info.value.reason == "provider_metadata_too_large"

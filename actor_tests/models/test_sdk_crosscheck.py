@@ -13,11 +13,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import requests
 
 from adk_actors import models
 from adk_actors.models.gemini.wire import b64_bytes
 
-from .conftest import API_KEY, api_bodies, user
+from .conftest import API_KEY, api_bodies, open_emulator, user
 
 genai = pytest.importorskip("google.genai")
 types = genai.types
@@ -32,20 +33,85 @@ def _camel(key: str) -> str:
     return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), key)
 
 
-def normalise(value: Any, key: str = "") -> Any:
-    """Key case → camelCase, base64 → bytes, tool order → sorted, an empty generationConfig dropped."""
+# Where user data starts: below these keys nothing is renamed (property names, call args, response payloads are the
+# application's own keys and must arrive exactly as written; a client that camel-cases them is broken).
+_OPAQUE = {"args", "parametersJsonSchema", "responseJsonSchema"}
+_SCHEMAS = {"parameters", "responseSchema"}  # legacy Schema protos: protocol keys, but a user-named property map
+
+
+def _schema(value: Any) -> Any:
+    """A legacy ``Schema``: protocol keys camel-cased; ``properties`` keys (user names) left untouched."""
+    if isinstance(value, list):
+        return [_schema(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        key = _camel(k)
+        if key == "properties" and isinstance(v, dict):
+            out[key] = {name: _schema(sub) for name, sub in v.items()}
+        elif key in ("items", "anyOf"):
+            out[key] = _schema(v)
+        else:
+            out[key] = v
+    return out
+
+
+def normalise(value: Any, key: str = "", parent: str = "") -> Any:
+    """Protocol keys → camelCase, base64 → bytes, tool order → sorted, an empty generationConfig dropped.
+
+    User data is compared verbatim: function-call ``args``, function-response ``response``, JSON schemas
+    (``parametersJsonSchema``/``responseJsonSchema``) and the property names of legacy ``parameters``/
+    ``responseSchema``/declaration ``response`` schemas.
+    """
     if isinstance(value, dict):
-        out = {_camel(k): normalise(v, _camel(k)) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            ck = _camel(k)
+            if ck in _OPAQUE or (ck == "response" and key == "functionResponse"):
+                out[ck] = v
+            elif ck in _SCHEMAS or (ck == "response" and parent == "functionDeclarations"):
+                out[ck] = _schema(v)
+            else:
+                out[ck] = normalise(v, ck, key)
         if out.get("generationConfig") == {}:
             del out["generationConfig"]
         if isinstance(out.get("tools"), list):
             out["tools"] = sorted(out["tools"], key=lambda t: json.dumps(t, sort_keys=True, default=repr))
         return out
     if isinstance(value, list):
-        return [normalise(v) for v in value]
+        return [normalise(v, "", key) for v in value]
     if key in _B64_KEYS and isinstance(value, str):
         return b64_bytes(value)
     return value
+
+
+def test_normalise_renames_protocol_keys_only():
+    body = {"contents": [{"role": "model", "parts": [
+        {"function_call": {"name": "f", "args": {"city_name": "x", "nested_key": {"deep_key": 1}}},
+         "thought_signature": "_-8"}]},
+        {"role": "user", "parts": [{"function_response": {"name": "f", "response": {"temp_c": 3}}}]}],
+        "tools": [{"function_declarations": [
+            {"name": "f", "parameters_json_schema": {"type": "object", "properties": {"city_name": {}}},
+             "response": {"type": "OBJECT", "properties": {"temp_c": {"type": "NUMBER", "max_items": "1"}}}},
+            {"name": "g", "parameters": {"type": "OBJECT", "properties": {"snake_name": {
+                "type": "ARRAY", "items": {"type": "OBJECT", "properties": {"inner_name": {"type": "STRING"}}}}},
+                "property_ordering": ["snake_name"]}}]}],
+        "generation_config": {"response_json_schema": {"properties": {"user_key": {}}}, "response_mime_type": "x"}}
+    assert normalise(body) == {"contents": [{"role": "model", "parts": [
+        {"functionCall": {"name": "f", "args": {"city_name": "x", "nested_key": {"deep_key": 1}}},
+         "thoughtSignature": b"\xff\xef"}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"temp_c": 3}}}]}],
+        "tools": [{"functionDeclarations": [
+            {"name": "f", "parametersJsonSchema": {"type": "object", "properties": {"city_name": {}}},
+             "response": {"type": "OBJECT", "properties": {"temp_c": {"type": "NUMBER", "maxItems": "1"}}}},
+            {"name": "g", "parameters": {"type": "OBJECT", "properties": {"snake_name": {
+                "type": "ARRAY", "items": {"type": "OBJECT", "properties": {"inner_name": {"type": "STRING"}}}}},
+                "propertyOrdering": ["snake_name"]}}]}],
+        "generationConfig": {"responseJsonSchema": {"properties": {"user_key": {}}}, "responseMimeType": "x"}}
+    # a client that camel-cased user keys would now differ
+    assert normalise({"functionCall": {"args": {"city_name": 1}}}) != normalise({"functionCall": {"args": {
+        "cityName": 1}}})
 
 
 @pytest.fixture
@@ -166,19 +232,51 @@ def test_function_call_round_trip_matches_the_sdk(emu, cfg, client):
     assert second.usage["prompt_token_count"] == sdk_second.usage_metadata.prompt_token_count
 
 
-def test_sdk_parses_our_echoed_signature_to_the_same_bytes(emu, cfg, client):
-    emu.set_script({"rules": [{"respond": {"function_calls": [{"name": "get_weather", "args": {"city_name": "x"}}]}}]})
-    ours = models.generate_response(cfg, [user("x")], [TOOL])
-    sdk = client.models.generate_content(
-        model="gemini-3.1-flash-lite", contents="x",
-        config=types.GenerateContentConfig(tools=_sdk_tools([TOOL], search=False),
-                                           automatic_function_calling=types.AutomaticFunctionCallingConfig(
-                                               disable=True)))
+def test_sdk_parses_our_echoed_signature_to_the_same_bytes(emu, cfg, client, tmp_path):
+    """Both clients parse one and the same response (served byte for byte by a replaying emulator): the signature
+    bytes must be identical, and what each then echoes must decode to those bytes and be accepted."""
+    emu.set_script({"rules": [
+        {"when": {"has_function_response": False},
+         "respond": {"function_calls": [{"name": "get_weather", "args": {"city_name": "x"}}]}},
+        {"when": {"has_function_response": True}, "respond": {"text": "ok"}}]})
+    sdk_config = types.GenerateContentConfig(
+        tools=_sdk_tools([TOOL], search=False),
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+    models.generate_response(cfg, [user("x")], [TOOL])
+    client.models.generate_content(model="gemini-3.1-flash-lite", contents="x", config=sdk_config)
+    our_req, sdk_req = emu.requests[-2:]
+    raw = requests.post(f"{emu.base_url}{our_req['path']}", json=our_req["body"], headers={"x-goog-api-key": API_KEY},
+                        timeout=10)
+    raw_sig = base64.b64decode(raw.json()["candidates"][0]["content"]["parts"][0]["thoughtSignature"])
+    tape = tmp_path / "tape.jsonl"
+    tape.write_text("".join(json.dumps({
+        "method": r["method"], "path": r["path"], "query": {k: v for k, v in r["query"].items() if k != "key"},
+        "request_body": r["body"], "status": 200, "response_headers": {"content-type": "application/json"},
+        "response_body": raw.text}) + "\n" for r in (our_req, sdk_req)))
+    with open_emulator(replay=tape) as replayer:
+        ours = models.generate_response(cfg | {"base_url": replayer.base_url}, [user("x")], [TOOL])
+        with genai.Client(api_key=API_KEY, http_options=types.HttpOptions(
+                base_url=replayer.base_url, api_version="v1beta")) as replay_client:
+            sdk = replay_client.models.generate_content(model="gemini-3.1-flash-lite", contents="x",
+                                                        config=sdk_config)
     (call,) = ours.function_calls
     (sdk_part,) = [p for p in sdk.candidates[0].content.parts if p.function_call]
-    assert call["args"] == sdk_part.function_call.args
-    assert isinstance(base64.b64decode(call["thought_signature"]), bytes)
-    assert isinstance(sdk_part.thought_signature, bytes) and sdk_part.function_call.id
+    assert call["args"] == sdk_part.function_call.args and call["id"] == sdk_part.function_call.id
+    assert base64.b64decode(call["thought_signature"]) == sdk_part.thought_signature == raw_sig
+    # Echo: each client sends the call back; the emulator (which minted the signature) accepts both, and both
+    # encodings decode to the very same bytes.
+    history = [user("x"), {"role": "model", "content": ours.content},
+               {"role": "user", "content": {"schema_version": 1, "parts": [
+                   {"type": "function_response", "name": "get_weather", "id": call["id"],
+                    "response": {"result": "sun"}}]}}]
+    assert models.generate(cfg, history, [TOOL]) == "ok"
+    sdk_history = [types.Content(role="user", parts=[types.Part(text="x")]), sdk.candidates[0].content,
+                   types.Content(role="user", parts=[types.Part(function_response=types.FunctionResponse(
+                       id=call["id"], name="get_weather", response={"result": "sun"}))])]
+    assert client.models.generate_content(model="gemini-3.1-flash-lite", contents=sdk_history,
+                                          config=sdk_config).text == "ok"
+    our_echo, sdk_echo = (r["body"]["contents"][1]["parts"][0]["thoughtSignature"] for r in emu.requests[-2:])
+    assert b64_bytes(our_echo) == b64_bytes(sdk_echo) == raw_sig
 
 
 @pytest.mark.parametrize("schema_key", ["response_schema", "response_json_schema"])
@@ -228,3 +326,74 @@ def test_grounding_metadata_matches_what_the_sdk_parses(emu, cfg, client):
     assert out.provider_metadata["metadata"]["webSearchQueries"] == sdk_meta.web_search_queries
     assert [c["web"]["uri"] for c in out.provider_metadata["metadata"]["groundingChunks"]] == [
         c.web.uri for c in sdk_meta.grounding_chunks]
+
+
+LEGACY_TOOL = {"name": "find_flight", "description": "Flights between two airports",
+               "parameters": {"type": "OBJECT", "properties": {
+                   "from_airport": {"type": "STRING", "description": "IATA code"},
+                   "toAirport": {"type": "STRING"},
+                   "max_stops": {"type": "INTEGER", "minimum": 0, "maximum": 3},
+                   "cabin_classes": {"type": "ARRAY", "items": {"type": "STRING", "enum": ["economy", "business"]},
+                                     "max_items": 2},
+                   "passenger_info": {"type": "OBJECT", "properties": {"adult_count": {"type": "INTEGER"}},
+                                      "required": ["adult_count"], "nullable": True}},
+                   "required": ["from_airport", "toAirport"]}}
+
+
+def test_legacy_parameters_schema_request_matches_the_sdk(emu, cfg, client):
+    emu.set_script({"rules": [
+        {"when": {"has_function_response": False},
+         "respond": {"function_calls": [{"name": "find_flight", "args": {
+             "from_airport": "OSL", "toAirport": "FCO", "passenger_info": {"adult_count": 2}}}]}},
+        {"when": {"has_function_response": True}, "respond": {"text": "Booked: {response_text}"}}]})
+    sdk_decl = types.FunctionDeclaration(
+        name="find_flight", description="Flights between two airports",
+        parameters=types.Schema(type="OBJECT", properties={
+            "from_airport": types.Schema(type="STRING", description="IATA code"),
+            "toAirport": types.Schema(type="STRING"),
+            "max_stops": types.Schema(type="INTEGER", minimum=0, maximum=3),
+            "cabin_classes": types.Schema(type="ARRAY", items=types.Schema(type="STRING", enum=["economy", "business"]),
+                                          max_items=2),
+            "passenger_info": types.Schema(type="OBJECT", properties={"adult_count": types.Schema(type="INTEGER")},
+                                           required=["adult_count"], nullable=True)},
+            required=["from_airport", "toAirport"]))
+    sdk_config = types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=[sdk_decl])],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+    first = models.generate_response(cfg, [user("fly")], [LEGACY_TOOL])
+    client.models.generate_content(model="gemini-3.1-flash-lite", contents="fly", config=sdk_config)
+    a, b = _last_two(emu)
+    assert a == b
+    props = a["tools"][0]["functionDeclarations"][0]["parameters"]["properties"]
+    assert set(props) == {"from_airport", "toAirport", "max_stops", "cabin_classes", "passenger_info"}  # verbatim
+    assert set(props["passenger_info"]["properties"]) == {"adult_count"}
+    # the round trip echoes args and sends a response with user keys in both spellings, verbatim
+    (call,) = first.function_calls
+    assert call["args"] == {"from_airport": "OSL", "toAirport": "FCO", "passenger_info": {"adult_count": 2}}
+    history = [user("fly"), {"role": "model", "content": first.content},
+               {"role": "user", "content": {"schema_version": 1, "parts": [
+                   {"type": "function_response", "name": "find_flight", "id": call["id"],
+                    "response": {"booking_ref": "X1", "seatMap": {"row_number": 12}}}]}}]
+    second = models.generate_response(cfg, history, [LEGACY_TOOL])
+    sdk_second = client.models.generate_content(model="gemini-3.1-flash-lite", contents=_sdk_contents(history),
+                                                config=sdk_config)
+    a, b = _last_two(emu)
+    assert a == b
+    assert a["contents"][2]["parts"][0]["functionResponse"]["response"] == {"booking_ref": "X1",
+                                                                            "seatMap": {"row_number": 12}}
+    assert second.text == sdk_second.text
+
+
+@pytest.mark.parametrize("budget", [0, 1024, -1])
+def test_thinking_budget_request_matches_the_sdk(emu, cfg, client, budget):
+    ours = models.generate_response(
+        cfg | {"thinking_config": {"thinking_budget": budget, "include_thoughts": budget != 0}}, [user("think")])
+    sdk = client.models.generate_content(
+        model="gemini-3.1-flash-lite", contents="think",
+        config=types.GenerateContentConfig(thinking_config=types.ThinkingConfig(
+            thinking_budget=budget, include_thoughts=budget != 0)))
+    a, b = _last_two(emu)
+    assert a == b
+    assert a["generationConfig"]["thinkingConfig"]["thinkingBudget"] == budget
+    assert "thinkingLevel" not in a["generationConfig"]["thinkingConfig"]
+    assert ours.text == sdk.text == "You said: think"

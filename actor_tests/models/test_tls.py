@@ -28,24 +28,34 @@ def self_signed_server(tmp_path):
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
     listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)  # accept() polls the stop event instead of blocking forever
     received: list[bytes] = []
+    stop = threading.Event()
 
     def serve() -> None:
-        conn, _ = listener.accept()
-        with conn:
+        while not stop.is_set():
             try:
-                with ctx.wrap_socket(conn, server_side=True) as tls:
-                    received.append(tls.recv(65536))
-            except (ssl.SSLError, OSError):
-                pass  # the client refused our certificate, as it must
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(10)
+                try:
+                    with ctx.wrap_socket(conn, server_side=True) as tls:
+                        received.append(tls.recv(65536))
+                except (ssl.SSLError, OSError):
+                    pass  # the client refused our certificate, as it must
+            return
 
     thread = threading.Thread(target=serve)
     thread.start()
     try:
         yield f"https://127.0.0.1:{listener.getsockname()[1]}", received
     finally:
+        stop.set()
         thread.join(10)
         listener.close()
+    assert not thread.is_alive()
 
 
 def test_unverifiable_certificate_is_refused_and_no_request_is_sent(self_signed_server):

@@ -35,7 +35,8 @@ request wins; when none matches the answer is ``"You said: {user_text}"``. ``RUL
 * ``has_function_response``: bool — the last content is a user content carrying ``functionResponse`` parts.
 * ``function_response_name``: glob (``fnmatch``) on the name of one of those function responses.
 * ``tool_declared``: glob or list of globs; each must match a declared function name (the first match is exposed as
-  ``{tool}``; the i-th pattern's match as ``{tool0}``, ``{tool1}``…).
+  ``{tool}``; the i-th pattern's match as ``{tool0}``, ``{tool1}``…). A pattern may template regex captures
+  (``"{match.tool}"``).
 * ``google_search`` / ``json_mode`` / ``stream`` / ``include_thoughts`` / ``code_execution``: bools —
   ``googleSearch`` tool declared; ``responseMimeType == application/json``; ``streamGenerateContent``;
   ``thinkingConfig.includeThoughts``; ``codeExecution`` tool declared.
@@ -52,6 +53,7 @@ request wins; when none matches the answer is ``"You said: {user_text}"``. ``RUL
   (always counted in ``thoughtsTokenCount``).
 * ``grounding``: ``true`` (generated ``groundingMetadata`` with webSearchQueries, groundingChunks, groundingSupports
   with UTF-8 byte offsets, searchEntryPoint) or an explicit metadata object; only when ``googleSearch`` is declared.
+  ``grounding_chunks``: N ⇒ streams spread the list fields over the last N chunks in order.
 * ``finish_reason`` (default ``STOP``), ``block_reason`` (prompt blocked: no candidates, ``promptFeedback``),
   ``chunks`` (number of SSE text pieces, minimum 3), ``delay_ms`` (extra delay before the first byte).
 * ``code_execution``: ``{"code": ..., "output": ..., "outcome": "OUTCOME_OK"}`` ⇒ ``executableCode`` +

@@ -526,20 +526,20 @@ class Engine:
         if not call_parts and body_parts:
             body_parts[-1]["thoughtSignature"] = self.issue_signature()
 
-        def candidate(parts: list[dict[str, Any]], last: bool) -> dict[str, Any]:
+        def candidate(parts: list[dict[str, Any]], last: bool, meta: dict[str, Any] | None) -> dict[str, Any]:
             cand: dict[str, Any] = {}
             if parts:
                 cand["content"] = {"role": "model", "parts": parts}
             if last:
                 cand["finishReason"] = finish
-                if grounding is not None:
-                    cand["groundingMetadata"] = grounding
+            if meta is not None:
+                cand["groundingMetadata"] = meta
             cand["index"] = 0
             return cand
 
         if not ctx.stream:
             body = {
-                "candidates": [candidate(body_parts, True)],
+                "candidates": [candidate(body_parts, True, grounding)],
                 "usageMetadata": final_usage,
                 "modelVersion": ctx.model,
                 "responseId": rid,
@@ -549,13 +549,19 @@ class Engine:
         groups: list[list[dict[str, Any]]] = [[p] for p in body_parts] or [[]]
         if final_mode == "finish_only" and body_parts:
             groups.append([])
+        spread = max(1, int(respond.get("grounding_chunks", 1) or 1)) if grounding is not None else 1
+        while len(groups) < spread:
+            groups.insert(0, [])  # grounding-only frames lead when there are fewer frames than pieces
+        pieces = _spread_grounding(grounding, spread) if grounding is not None else []
+        first_grounded = len(groups) - spread
         chunks = []
         interim = {**usage_base, "totalTokenCount": prompt, **_details(prompt, cached)}
         for i, group in enumerate(groups):
             last = i == len(groups) - 1
+            meta = pieces[i - first_grounded] if pieces and i >= first_grounded else None
             chunks.append(
                 {
-                    "candidates": [candidate(group, last)],
+                    "candidates": [candidate(group, last, meta)],
                     "usageMetadata": final_usage if last else interim,
                     "modelVersion": ctx.model,
                     "responseId": rid,
@@ -577,6 +583,28 @@ def _details(prompt: int, cached: int) -> dict[str, Any]:
     if cached:
         out["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": cached}]
     return out
+
+
+def _spread_grounding(grounding: dict[str, Any], n: int) -> list[dict[str, Any] | None]:
+    """Split grounding metadata over ``n`` consecutive frames, as the real service streams it.
+
+    Every list field (``webSearchQueries``, ``groundingChunks``, ``groundingSupports``...) is cut into ``n``
+    contiguous, in-order slices, one per frame, so concatenating the frames' lists in arrival order gives back the
+    original (chunk indices in ``groundingSupports`` stay valid). Other fields ride on the first frame. A frame whose
+    share is empty carries no ``groundingMetadata``.
+    """
+    if n <= 1:
+        return [grounding]
+    pieces: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, value in grounding.items():
+        if not isinstance(value, list):
+            pieces[0][key] = value
+            continue
+        bounds = [round(len(value) * k / n) for k in range(n + 1)]
+        for k in range(n):
+            if bounds[k] < bounds[k + 1]:
+                pieces[k][key] = value[bounds[k] : bounds[k + 1]]
+    return [p or None for p in pieces]
 
 
 def _split(text: str, n: int, stream: bool) -> list[str]:

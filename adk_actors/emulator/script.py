@@ -24,7 +24,7 @@ WHEN_KEYS = frozenset(
 RESPOND_KEYS = frozenset(
     {
         "text", "function_calls", "thought", "grounding", "json", "finish_reason", "delay_ms", "fault", "times",
-        "chunks", "block_reason", "function_call_ids", "code_execution", "final_chunk",
+        "chunks", "block_reason", "function_call_ids", "code_execution", "final_chunk", "grounding_chunks",
     }
 )  # fmt: skip
 FAULT_KINDS = frozenset({"truncate_sse", "drop_connection", "midstream_error"})
@@ -132,6 +132,9 @@ def compile_rules(script: dict[str, Any]) -> list[Rule]:
                 raise ScriptError(f"rule {i}: fault kind must be one of {sorted(FAULT_KINDS)}")
         if respond.get("final_chunk") not in (None, "empty_text", "finish_only"):
             raise ScriptError(f"rule {i}: final_chunk must be 'empty_text' or 'finish_only'")
+        spread = respond.get("grounding_chunks")
+        if spread is not None and (not isinstance(spread, int) or isinstance(spread, bool) or spread < 1):
+            raise ScriptError(f"rule {i}: grounding_chunks must be a positive integer")
         for fc in respond.get("function_calls") or []:
             if not isinstance(fc, dict) or "name" not in fc:
                 raise ScriptError(f"rule {i}: each function call needs a 'name'")
@@ -198,7 +201,9 @@ def _match(rule: Rule, ctx: Context) -> dict[str, Any] | None:
         if not any(fnmatch.fnmatchcase(n, p) for n in names for p in _as_list(w["function_response_name"])):
             return None
     if "tool_declared" in w:
-        for i, pattern in enumerate(_as_list(w["tool_declared"])):
+        for i, raw_pattern in enumerate(_as_list(w["tool_declared"])):
+            # A pattern may name a regex capture, e.g. "{match.tool}": the tool the user asked for by name.
+            pattern = render(str(raw_pattern), variables) if "{" in str(raw_pattern) else str(raw_pattern)
             found = next((n for n in ctx.declared_tools if fnmatch.fnmatchcase(n, pattern)), None)
             if found is None:
                 return None

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import contextlib
 import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from adk_actors.content.canonical import canonical_dumps
+from adk_actors.errors import ValidationError
 
 from . import httpio
 from .engine import Engine, Reply, error_reply
@@ -38,6 +43,41 @@ _RE_CACHE = re.compile(rf"^/({_VERSIONS})/cachedContents/([^/]+)$")
 _RE_VERSION = re.compile(rf"^/({_VERSIONS})/")
 CONTROL_PREFIX = "/_emulator/"
 _FORWARD_HEADERS = ("content-type", "x-goog-api-key", "x-goog-api-client", "user-agent", "x-server-timeout")
+UPSTREAM_TIMEOUT_S = 30.0
+"""Connect and read timeout of one record-mode upstream call."""
+
+ServedHook = Callable[[str, str, int, bytes], None]
+"""``hook(method, path, status, body)``: one JSON document the emulator served (a whole body or one stream chunk)."""
+_served_hooks: list[ServedHook] = []
+_hooks_lock = threading.Lock()
+
+
+def add_served_hook(hook: ServedHook) -> None:
+    """Test hook: call ``hook`` for every JSON document any emulator of this process serves on an API route.
+
+    It runs on the emulator's event-loop thread and must be quick and must not raise; ``body`` is the JSON exactly
+    as sent (for streams, one chunk at a time; the SSE framing and array punctuation are not included).
+    """
+    with _hooks_lock:
+        _served_hooks.append(hook)
+
+
+def remove_served_hook(hook: ServedHook) -> None:
+    """Undo :func:`add_served_hook` (no-op when ``hook`` is not registered)."""
+    with _hooks_lock:
+        with contextlib.suppress(ValueError):
+            _served_hooks.remove(hook)
+
+
+def _served(method: str, path: str, status: int, body: bytes) -> None:
+    hooks = _served_hooks
+    if not hooks:
+        return
+    with _hooks_lock:
+        current = list(hooks)
+    for hook in current:
+        with contextlib.suppress(Exception):
+            hook(method, path, status, body)
 
 
 def _redact_headers(headers: dict[str, str]) -> dict[str, str]:
@@ -317,7 +357,8 @@ class Emulator:
             except ApiError as exc:
                 reply = error_reply(exc)
             except Exception as exc:  # an emulator bug: answer 500 rather than dropping the connection
-                reply = error_reply(ApiError(500, f"Emulator internal error: {exc!r}", "INTERNAL"))
+                # Structural only: the exception text may hold request data (keys, prompts).
+                reply = error_reply(ApiError(500, f"Emulator internal error ({type(exc).__name__}).", "INTERNAL"))
         entry["status"] = reply.status
         entry["rule"] = reply.rule
         if reply.delay:
@@ -326,11 +367,13 @@ class Emulator:
             writer.transport.abort()
             return False
         if reply.kind == "raw":
-            return await self._send_raw(reply, writer, keep)
+            return await self._send_raw(req, reply, writer, keep)
         if reply.kind == "stream":
             return await self._send_stream(req, reply, writer, keep)
         body = [reply.body] if reply.array_wrap else reply.body
-        writer.write(httpio.full_response(reply.status, dumps_pretty(body), JSON_TYPE, keep, reply.headers))
+        payload = dumps_pretty(body)
+        _served(req.method, req.path, reply.status, payload)
+        writer.write(httpio.full_response(reply.status, payload, JSON_TYPE, keep, reply.headers))
         await writer.drain()
         return keep
 
@@ -428,11 +471,10 @@ class Emulator:
             headers.append(("Connection", "close"))
         writer.write(httpio.head(200, headers))
         for i, item in enumerate(chunks[:limit]):
-            if sse:
-                data = f"data: {dumps_line(item)}\r\n\r\n".encode()
-            else:
-                data = (("[" if i == 0 else ",\r\n") + json.dumps(item, indent=2, ensure_ascii=False)).encode()
-            writer.write(httpio.chunk(data))
+            doc = dumps_line(item) if sse else json.dumps(item, indent=2, ensure_ascii=False)
+            _served(req.method, req.path, 200, doc.encode())
+            framed = f"data: {doc}\r\n\r\n" if sse else ("[" if i == 0 else ",\r\n") + doc
+            writer.write(httpio.chunk(framed.encode()))
             await writer.drain()
         if kind == "drop_connection":
             writer.transport.abort()
@@ -440,6 +482,7 @@ class Emulator:
         if kind == "midstream_error":
             status = int(fault.get("status", 503))
             err = ApiError(status, str(fault.get("message") or "The model is overloaded. Please try again later."))
+            _served(req.method, req.path, status, dumps_line(err.body()).encode())
             if sse:
                 data = f"data: {dumps_line(err.body())}\r\n\r\n".encode()
             else:
@@ -455,11 +498,11 @@ class Emulator:
 
     # ------------------------------------------------------------------------------------------- record / replay
     async def _proxy(self, req: httpio.Request) -> Reply:
-        loop = asyncio.get_running_loop()
         try:
-            status, ctype, body = await loop.run_in_executor(None, self._forward, req)
+            status, ctype, body = await self._forward_async(req)
         except Exception as exc:
-            return error_reply(ApiError(502, f"Upstream request failed: {exc}", "UNAVAILABLE"))
+            # Structural only: the exception text names the upstream URL, whose query may carry ?key=<API key>.
+            return error_reply(ApiError(502, f"Upstream request failed ({type(exc).__name__}).", "UNAVAILABLE"))
         record: dict[str, Any] = {
             "ts": time.time(),
             "method": req.method,
@@ -475,19 +518,50 @@ class Emulator:
         else:
             record["response_body"] = body.decode("utf-8", "replace")
         assert self.record_path is not None
-        line = json.dumps(record, ensure_ascii=False) + "\n"
+        line = _tape_line(record, req.body, body) + "\n"
         with self._record_lock, self.record_path.open("a", encoding="utf-8") as fh:
             fh.write(line)
         return _raw_reply(record)
+
+    def _forward_async(self, req: httpio.Request) -> asyncio.Future[tuple[int, str, bytes]]:
+        """Run :meth:`_forward` on a daemon thread of its own: ``stop()`` never waits for an upstream call.
+
+        (The loop's default executor would make ``stop()`` wait up to the upstream timeout for in-flight calls.)
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[tuple[int, str, bytes]] = loop.create_future()
+
+        def settle(result: tuple[int, str, bytes] | None, exc: BaseException | None) -> None:
+            if future.done():
+                return
+            if exc is not None:
+                future.set_exception(exc)
+            else:
+                assert result is not None
+                future.set_result(result)
+
+        def work() -> None:
+            result: tuple[int, str, bytes] | None = None
+            error: BaseException | None = None
+            try:
+                result = self._forward(req)
+            except Exception as exc:
+                error = exc
+            with contextlib.suppress(RuntimeError):  # the loop is already closed: nobody waits any more
+                loop.call_soon_threadsafe(settle, result, error)
+
+        threading.Thread(target=work, name="gemini-emulator-upstream", daemon=True).start()
+        return future
 
     def _forward(self, req: httpio.Request) -> tuple[int, str, bytes]:
         import requests  # local import: only record mode needs it
 
         headers = {k: v for k, v in req.headers.items() if k in _FORWARD_HEADERS}
-        resp = requests.request(
-            req.method, f"{self.upstream}{req.target}", data=req.body or None, headers=headers, timeout=300
-        )
-        return resp.status_code, resp.headers.get("content-type", ""), resp.content
+        with requests.Session() as session:
+            session.trust_env = False
+            resp = session.request(req.method, f"{self.upstream}{req.target}", data=req.body or None,
+                                   headers=headers, timeout=(UPSTREAM_TIMEOUT_S, UPSTREAM_TIMEOUT_S))
+            return resp.status_code, resp.headers.get("content-type", ""), resp.content
 
     def _load_replay(self, path: Path) -> None:
         self._replay.clear()
@@ -498,6 +572,10 @@ class Emulator:
                     continue
                 rec = json.loads(line)
                 target = _strip_target(rec["path"], rec.get("query") or {})
+                if "request_body_b64" in rec:
+                    rec["request_body"] = _maybe_json(base64.b64decode(rec["request_body_b64"]))
+                if "response_body_b64" in rec:
+                    rec["response_body"] = base64.b64decode(rec["response_body_b64"]).decode("utf-8", "replace")
                 key = _replay_key(rec["method"], target, rec.get("request_body"))
                 self._replay.setdefault(key, []).append(rec)
 
@@ -515,7 +593,8 @@ class Emulator:
             reply.delay = self.latency_ms / 1000.0
         return reply
 
-    async def _send_raw(self, reply: Reply, writer: asyncio.StreamWriter, keep: bool) -> bool:
+    async def _send_raw(self, req: httpio.Request, reply: Reply, writer: asyncio.StreamWriter, keep: bool) -> bool:
+        method, path = req.method, req.path
         body = reply.body
         ctype = reply.headers.get("content-type", JSON_TYPE)
         if isinstance(body, list):  # SSE events, one chunk each
@@ -524,11 +603,17 @@ class Emulator:
                 headers.append(("Connection", "close"))
             writer.write(httpio.head(reply.status, headers))
             for event in body:
+                data = event.strip()
+                if _served_hooks and data.startswith("data:"):
+                    doc = data[len("data:") :].strip()
+                    _served(method, path, _event_status(doc, reply.status), doc.encode("utf-8"))
                 writer.write(httpio.chunk(event.encode("utf-8")))
                 await writer.drain()
             writer.write(httpio.LAST_CHUNK)
         else:
-            writer.write(httpio.full_response(reply.status, str(body).encode("utf-8"), ctype, keep))
+            payload = str(body).encode("utf-8")
+            _served(method, path, reply.status, payload)
+            writer.write(httpio.full_response(reply.status, payload, ctype, keep))
         await writer.drain()
         return keep
 
@@ -540,6 +625,50 @@ def _maybe_json(raw: bytes) -> Any:
         return json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):
         return raw.decode("utf-8", "replace")
+
+
+def _event_status(doc: str, default: int) -> int:
+    """The status an SSE event stands for: a recorded in-stream ``{"error": {"code": N}}`` event is N."""
+    try:
+        parsed = json.loads(doc)
+    except ValueError:
+        return default
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else default
+
+
+def _tape_line(record: dict[str, Any], request_raw: bytes, response_raw: bytes) -> str:
+    """One record as canonical JSON (sorted keys; no NaN/Infinity/NUL).
+
+    A request or response body that cannot be canonical JSON (NaN, NUL...) is stored as base64 in
+    ``request_body_b64`` / ``response_body_b64`` instead; replay reads either form.
+    """
+    try:
+        return canonical_dumps(record)
+    except ValidationError:
+        pass
+    record = dict(record)
+    record.pop("request_body", None)
+    record["request_body_b64"] = base64.b64encode(request_raw).decode("ascii")
+    try:
+        return canonical_dumps(record)
+    except ValidationError:
+        pass
+    record.pop("response_body", None)
+    record.pop("sse_events", None)
+    record["response_body_b64"] = base64.b64encode(response_raw).decode("ascii")
+    return canonical_dumps(_scrub_nul(record))  # what is left is text from the URL and headers
+
+
+def _scrub_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_scrub_nul(k): _scrub_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_nul(v) for v in value]
+    return value
 
 
 def _replay_key(method: str, target: str, body: Any) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from adk_actors.errors import ProviderError
+
 __all__ = ["ModelOutput", "ModelResponse", "ProviderResult", "StreamFrame", "as_response", "plain_output"]
 
 
@@ -100,7 +102,8 @@ def as_response(output: ModelOutput) -> ModelResponse:
     """Normalise any provider output to a :class:`ModelResponse`.
 
     Raises:
-        TypeError: ``output`` is none of the :data:`ModelOutput` forms.
+        ProviderError: reason ``invalid_provider_result`` when ``output`` is none of the :data:`ModelOutput` forms
+            (``details["type"]`` names the type returned).
     """
     if isinstance(output, ModelResponse):
         return output
@@ -108,8 +111,8 @@ def as_response(output: ModelOutput) -> ModelResponse:
     if isinstance(output, ProviderResult):
         metadata, output = output.provider_metadata, output.output
     if not isinstance(output, str | dict):
-        raise TypeError(f"a provider returned {type(output).__name__}, expected str, dict, ProviderResult or "
-                        "ModelResponse")
+        raise ProviderError("a provider returned a value that is not str, dict, ProviderResult or ModelResponse",
+                            reason="invalid_provider_result", details={"type": type(output).__name__})
     content = _content_of(output)
     return ModelResponse(content=content, text=_visible_text(content), function_calls=_calls_of(content),
                          provider_metadata=metadata)

@@ -16,7 +16,8 @@ from typing import Any
 import requests
 import urllib3.exceptions
 
-from adk_actors.errors import ContentError, ProviderError, ProviderHttpError, StreamError
+from adk_actors.content.canonical import check_json_safe
+from adk_actors.errors import ContentError, ProviderError, ProviderHttpError, StreamError, ValidationError
 from adk_actors.models.cancel import CancelToken
 from adk_actors.models.gemini.config import GeminiConfig, parse_config, resolve_api_key, resolve_base_url
 from adk_actors.models.gemini.http_errors import RETRYABLE_STATUSES, error_from_body, error_from_payload
@@ -45,11 +46,21 @@ def _model_path(model: str) -> str:
 
 
 def _encode(body: dict[str, Any]) -> bytes:
+    """The request body as strict, compact UTF-8 JSON (NaN/Infinity/NUL rejected like canonical JSON).
+
+    Keys are *not* sorted: the model may follow the key order of a user's JSON schema (property order of
+    structured output), so the wire body keeps the order it was built in. Stored JSON stays canonical.
+
+    Raises:
+        ContentError: reason ``invalid_json`` (NaN/Infinity, a NUL character, a non-JSON value); ``details["path"]``
+            says where. Raised before any HTTP.
+    """
     try:
-        return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
-    except (TypeError, ValueError):
-        raise ContentError("the request holds a value that is not JSON (NaN, Infinity or an object)",
-                           reason="invalid_json") from None
+        check_json_safe(body)
+    except ValidationError as exc:
+        raise ContentError("the request holds a value that is not valid JSON (NaN, Infinity, NUL or an "
+                           "object)", reason="invalid_json", details=exc.details) from None
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 def _strict_json(text: str | bytes) -> Any:

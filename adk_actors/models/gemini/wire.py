@@ -13,7 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adk_actors.errors import ConfigError, ContentError, ProviderError
+from adk_actors.content import Content, check_json_safe, validate
+from adk_actors.errors import ConfigError, ContentError, ProviderError, ValidationError
 from adk_actors.models.gemini.config import GeminiConfig
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "part_from_wire",
     "part_to_wire",
     "tools_to_wire",
+    "validated_content",
 ]
 
 CONTENT_SCHEMA_VERSION = 1
@@ -145,6 +147,38 @@ def _content_dict(value: Any, path: str) -> dict[str, Any]:
     if value.get("schema_version", CONTENT_SCHEMA_VERSION) != CONTENT_SCHEMA_VERSION:
         raise _bad(f"{path}.schema_version", "unsupported content schema version")
     return dict(value)
+
+
+def validated_content(value: Any, path: str = "content") -> dict[str, Any]:
+    """Validate a history entry's content with the content model and return its JSON form.
+
+    Accepts ``str``, a content dict, a :class:`~adk_actors.content.Content` or an object with ``to_dict()``.
+    Everything the content model rejects is rejected here (``file://`` or credentialed URIs, MIME types with
+    parameters or capitals, oversize inline data or text, unknown keys...), plus NUL characters anywhere.
+
+    Raises:
+        ContentError: the content model's reason (``invalid_uri``, ``invalid_mime_type``, ``limit_exceeded``,
+            ``invalid_part``, ``unknown_key``...), ``invalid_content`` (not content / unsupported schema version) or
+            ``invalid_json`` (a NUL character); ``details["path"]`` names the entry.
+    """
+    if isinstance(value, Content):
+        checked = value
+    else:
+        raw = _content_dict(value, path) if not isinstance(value, str) else value
+        if isinstance(raw, dict):
+            raw = {**raw, "schema_version": raw.get("schema_version", CONTENT_SCHEMA_VERSION),
+                   "parts": list(raw["parts"])}
+        try:
+            checked = validate(raw)
+        except ContentError as exc:
+            raise ContentError(exc.message, reason=exc.reason, details={**exc.details, "path": path}) from None
+    out = checked.to_dict()
+    try:
+        check_json_safe(out, "$")
+    except ValidationError as exc:
+        raise ContentError("content holds a NUL character", reason="invalid_json",
+                           details={"path": path, "where": exc.details.get("path")}) from None
+    return out
 
 
 def content_to_wire(content: Any, role: str, path: str = "content") -> dict[str, Any]:
@@ -268,9 +302,13 @@ def build_request(cfg: GeminiConfig, history: Sequence[Any], tools: Sequence[Any
     ``history`` entries are ``{"role": "user"|"model"|"system", "content": str | content dict}``; ``system``
     entries join the config's instructions in ``systemInstruction``.
 
+    Every entry's content is validated with :func:`adk_actors.content.validate` first (see
+    :func:`validated_content`), so nothing the content model rejects is ever sent.
+
     Raises:
         ContentError: a malformed history entry or part (reason ``invalid_content``, ``invalid_role``,
-            ``empty_history``).
+            ``empty_history``, or the content model's own reason such as ``invalid_uri``, ``invalid_mime_type``,
+            ``limit_exceeded``, ``invalid_json``).
         ConfigError: a malformed tool declaration.
     """
     if isinstance(history, str | Mapping) or not isinstance(history, Sequence):
@@ -286,7 +324,7 @@ def build_request(cfg: GeminiConfig, history: Sequence[Any], tools: Sequence[Any
         if role not in _ROLES:
             raise ContentError(f"{path}.role must be user, model or system", reason="invalid_role",
                                details={"path": f"{path}.role", "role": str(role)[:64]})
-        wire = content_to_wire(entry["content"], role, f"{path}.content")
+        wire = content_to_wire(validated_content(entry["content"], f"{path}.content"), role, f"{path}.content")
         if role == "system":
             if any(set(p) - {"text"} for p in wire["parts"]):
                 raise _bad(f"{path}.content", "system entries may hold text parts only")
