@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
-from adk_actors import models
+from adk_actors import content, models
 from adk_actors.models import StreamFrame
 
 from .conftest import user
-
-content = pytest.importorskip("adk_actors.content")
-if not hasattr(content, "validate"):  # pragma: no cover - the values package is built concurrently
-    pytest.skip("adk_actors.content.validate not available yet", allow_module_level=True)
 
 
 def test_structured_outputs_validate_as_content(emu, cfg):

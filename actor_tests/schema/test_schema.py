@@ -9,12 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adk_actors.content import MAX_JSON_DEPTH, canonical_dumps
 from adk_actors.errors import SchemaError
 from adk_actors.schema import (
+    MAX_SCHEMA_BYTES,
     clear_schema_cache,
     compile_schema,
     gemini_function_declaration,
     gemini_parameters,
+    normalize_schema,
     schema_cache_size,
     schema_digest,
 )
@@ -115,6 +118,104 @@ def test_oversized_schema_is_rejected() -> None:
     assert info.value.reason == "limit_exceeded"
 
 
+def _schema_of_size(size: int) -> dict[str, Any]:
+    base = {"type": "object", "description": ""}
+    padding = size - len(canonical_dumps(base).encode("utf-8"))
+    schema = {"type": "object", "description": "x" * padding}
+    assert len(canonical_dumps(schema).encode("utf-8")) == size
+    return schema
+
+
+def test_schema_size_limit_is_inclusive() -> None:
+    assert MAX_SCHEMA_BYTES == 256 * 1024
+    assert compile_schema(_schema_of_size(MAX_SCHEMA_BYTES)).is_valid({})
+    assert normalize_schema(_schema_of_size(MAX_SCHEMA_BYTES)) == _schema_of_size(MAX_SCHEMA_BYTES)
+    with pytest.raises(SchemaError) as info:
+        compile_schema(_schema_of_size(MAX_SCHEMA_BYTES + 1))
+    assert info.value.reason == "limit_exceeded"
+    assert info.value.details["max"] == MAX_SCHEMA_BYTES and info.value.details["size"] == MAX_SCHEMA_BYTES + 1
+
+
+def _nested_schema(levels: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {}
+    for _ in range(levels - 1):
+        schema = {"not": schema}
+    return schema
+
+
+def test_schema_depth_limit_is_inclusive() -> None:
+    assert normalize_schema(_nested_schema(MAX_JSON_DEPTH))
+    with pytest.raises(SchemaError) as info:
+        normalize_schema(_nested_schema(MAX_JSON_DEPTH + 1))
+    assert info.value.reason == "limit_exceeded" and info.value.details["max"] == MAX_JSON_DEPTH
+
+
+def test_argument_depth_limit_is_inclusive() -> None:
+    def nested(levels: int) -> Any:
+        value: Any = []
+        for _ in range(levels - 1):
+            value = [value]
+        return value
+
+    compiled = compile_schema({"type": "array"})
+    assert compiled.validate(nested(MAX_JSON_DEPTH)) == nested(MAX_JSON_DEPTH)
+    with pytest.raises(SchemaError) as info:
+        compiled.validate(nested(MAX_JSON_DEPTH + 1))
+    assert info.value.reason == "invalid_arguments" and info.value.details["rule"] == "limit_exceeded"
+
+
+SECRET_KEY = "sk-SECRET-0123456789abcdef"
+
+
+@pytest.mark.parametrize(("schema", "args", "path"), [
+    ({"type": "object", "additionalProperties": {"type": "integer"}}, {SECRET_KEY: "x"}, "$.<key#0>"),
+    ({"type": "object", "additionalProperties": {"type": "integer"}}, {"a": 1, SECRET_KEY: "x"}, "$.<key#1>"),
+    ({"type": "object", "patternProperties": {"^sk-": {"type": "integer"}}}, {"b": 1, SECRET_KEY: "x"},
+     "$.<key#1>"),
+    ({"type": "object", "properties": {"city": {"type": "object", "additionalProperties": {"type": "string"}}}},
+     {"city": {SECRET_KEY: 3}}, "$.city.<key#0>"),
+    ({"type": "array", "items": {"type": "object", "additionalProperties": {"type": "array",
+                                                                              "items": {"type": "string"}}}},
+     [{}, {"x": [], SECRET_KEY: ["a", 1]}], "$[1].<key#1>[1]"),
+    ({"type": "object", "propertyNames": {"maxLength": 3}}, {SECRET_KEY: 1}, "$"),
+    ({"type": "object"}, {"ok": 1, SECRET_KEY: float("nan")}, "$.<key#1>"),
+    ({"type": "object"}, {"ok": 1, SECRET_KEY: {"x": "\ud800"}}, "$.<key#1>.<key#0>"),
+    ({"type": "object"}, {"ok": 1, SECRET_KEY + "\x00": 1}, "$.<key#1>"),
+])
+def test_error_paths_never_echo_caller_supplied_keys(schema: Any, args: Any, path: str) -> None:
+    with pytest.raises(SchemaError) as info:
+        compile_schema(schema).validate(args)
+    assert info.value.reason == "invalid_arguments"
+    assert info.value.details["path"] == path
+    text = f"{info.value} {info.value!r} {info.value.details} {info.value.to_dict()}"
+    assert SECRET_KEY not in text and "SECRET" not in text
+
+
+def test_declared_property_names_stay_readable_in_paths() -> None:
+    schema = {"type": "object", "properties": {"items": {"type": "array", "items": {
+        "type": "object", "properties": {"qty": {"type": "integer"}}}}}}
+    with pytest.raises(SchemaError) as info:
+        compile_schema(schema).validate({"items": [{"qty": 1}, {"qty": "two"}]})
+    assert info.value.details["path"] == "$.items[1].qty"
+
+
+@pytest.mark.parametrize("bad", ["\ud800", "a\udfffb"])
+def test_lone_surrogates_in_schemas_and_descriptions_are_schema_errors(bad: str) -> None:
+    with pytest.raises(SchemaError) as info:
+        gemini_function_declaration("f", bad, WEATHER)
+    assert info.value.reason == "invalid_description"
+    for schema in ({"type": "object", "description": bad}, {"type": "object", "properties": {bad: {}}},
+                   {"enum": [bad]}):
+        with pytest.raises(SchemaError) as info:
+            compile_schema(schema)
+        assert info.value.reason == "invalid_schema"
+        with pytest.raises(SchemaError):
+            schema_digest(schema)
+    with pytest.raises(SchemaError) as info:
+        compile_schema({"type": "object"}).validate({bad: 1})
+    assert info.value.reason == "invalid_arguments" and info.value.details["rule"] == "invalid_json"
+
+
 def test_compiled_schema_pickles() -> None:
     compiled = compile_schema(WEATHER)
     clone = pickle.loads(pickle.dumps(compiled))
@@ -205,14 +306,20 @@ keywords = st.sampled_from(["type", "properties", "items", "required", "enum", "
                             "$ref", "format", "const", "minItems", "uniqueItems", "if", "then", "else",
                             "dependencies", "patternProperties", "$defs", "definitions", "x-any", "$id",
                             "contains", "propertyNames", "multipleOf", "exclusiveMinimum", "default"])
+# Lone surrogates and huge integers are drawn explicitly (the default text strategy never yields surrogates).
+odd_text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=4) | st.sampled_from(
+    ["\ud800", "x\udfff", "\x00"])
+huge_ints = st.builds(lambda e, sign: sign * 10**e, st.sampled_from([309, 400, 5000]), st.sampled_from([1, -1]))
 scalars = (st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False)
            | st.sampled_from(["string", "object", "array", "integer", "number", "null", "boolean", "#", "#/a",
-                              "#/$defs/x", "^a+$", "(", "email", "date-time", "x"]))
+                              "#/$defs/x", "^a+$", "(", "email", "date-time", "x"]) | huge_ints | odd_text)
 schemas = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
-                       | st.dictionaries(keywords | st.text(max_size=4), inner, max_size=4), max_leaves=16)
-data = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+                       | st.dictionaries(keywords | st.text(max_size=4) | odd_text, inner, max_size=4),
+                       max_leaves=16)
+data = st.recursive(st.none() | st.booleans() | st.integers() | huge_ints | st.floats() | st.text(max_size=6)
+                    | odd_text,
                     lambda inner: st.lists(inner, max_size=3)
-                    | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=10)
+                    | st.dictionaries(st.text(max_size=4) | odd_text, inner, max_size=3), max_leaves=10)
 
 
 @settings(max_examples=300, deadline=None)

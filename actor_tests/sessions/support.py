@@ -18,10 +18,20 @@ def make_event(author: str = "user", *, delta: dict[str, Any] | None = None, par
                      id=event_id)
 
 
+START_TIMEOUT_S = 60.0
+"""How long a worker waits for its start signal before giving up (a non-zero exit fails the test)."""
+
+
 def append_worker(service: Any, ref: SessionRef, worker: int, count: int,
-                  start: multiprocessing.synchronize.Event) -> None:
-    """Append ``count`` events (each with its own state key) once ``start`` is set."""
-    start.wait()
+                  start: multiprocessing.synchronize.Event, timeout: float = START_TIMEOUT_S) -> None:
+    """Append ``count`` events (each with its own state key) once ``start`` is set.
+
+    Raises:
+        TimeoutError: ``start`` was not set within ``timeout`` seconds (the process then exits non-zero).
+    """
+    if not start.wait(timeout):
+        service.close()
+        raise TimeoutError(f"worker {worker}: no start signal within {timeout}s")
     for i in range(count):
         service.add_event(ref, make_event(f"w{worker}", delta={f"w{worker}_{i}": i}, event_id=f"w{worker}-{i}"))
     service.close()

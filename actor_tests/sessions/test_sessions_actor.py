@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import adk_actors
-from adk_actors.errors import SessionNotFound, StorageError
+from adk_actors.errors import ConfigError, SessionNotFound, StorageError
 from adk_actors.events import Event, EventActions
 from adk_actors.runtime.messages import GetStatus
 from adk_actors.runtime.system import ActorSystemHandle, group_pids, port_listening
@@ -82,3 +82,22 @@ def test_a_sql_backend_defaults_to_sqlite_under_the_data_dir(tmp_path: Path) -> 
     finally:
         handle.stop()
     assert group_pids(handle.pgid) == []
+
+
+def test_bench_measures_the_actor_client_against_a_running_node(node: ActorSystemHandle, tmp_path: Path) -> None:
+    from adk_actors.sessions import bench
+
+    before = node.ask("sessions", GetStatus())["operations"]
+    result = bench.run("actor", n=20, reads=2, handle=node)
+    assert result["backend"] == "actor" and result["events"] == 20 and result["get_session_reads"] == 2
+    assert result["add_event_per_s"] and result["get_session_per_s"]
+    # create + 20 appends + 2 reads + delete, every one an ask to the node's store actor
+    assert node.ask("sessions", GetStatus())["operations"] - before == 24
+    with pytest.raises(ConfigError) as info:
+        bench.run("actor", n=1)
+    assert info.value.reason == "invalid_value"
+    # The other backends keep their behaviour (a handle, if given, is ignored).
+    assert bench.run("memory", n=5, reads=1, handle=node)["backend"] == "memory"
+    sql = bench.run("sql", f"sqlite:///{tmp_path / 'bench.db'}", n=5, reads=1, data_dir=str(tmp_path))
+    assert sql["backend"] == "sqlite" and sql["events"] == 5
+    assert node.ask("sessions", GetStatus())["operations"] - before == 24

@@ -20,16 +20,26 @@ REF = SessionRef(app_name="app", user_id="u", session_id="shared")
 pytestmark = pytest.mark.slow
 
 
+KILL_JOIN_TIMEOUT_S = 30
+
+
+def _reap(proc: Any) -> None:
+    """Kill ``proc`` if it is still running and wait (bounded) for it to go."""
+    if proc.is_alive():
+        proc.kill()
+        proc.join(KILL_JOIN_TIMEOUT_S)
+        assert not proc.is_alive(), "a killed child process did not exit"
+
+
 def _join_all(procs: list[Any], timeout: float = 100) -> None:
     try:
         for p in procs:
             p.join(timeout)
+            assert not p.is_alive(), f"a child process did not finish within {timeout}s"
         assert [p.exitcode for p in procs] == [0] * len(procs)
     finally:
         for p in procs:
-            if p.is_alive():
-                p.kill()
-                p.join()
+            _reap(p)
 
 
 def test_four_processes_append_1000_dense_events(sql_kind: str, sql_url_factory: Any) -> None:
@@ -89,11 +99,10 @@ def test_sigkill_mid_write_leaves_sqlite_consistent(tmp_dir: Path) -> None:
         assert ready.wait(60), "the writer never got going"
         os.kill(writer.pid, signal.SIGKILL)
         writer.join(30)
+        assert not writer.is_alive(), "the killed writer did not exit"
         assert writer.exitcode == -signal.SIGKILL
     finally:
-        if writer.is_alive():
-            writer.kill()
-            writer.join()
+        _reap(writer)
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     reopened = SqlSessionService(f"sqlite:///{db}")
@@ -124,10 +133,9 @@ def test_sigkill_mid_write_leaves_postgresql_consistent(pg_schema: Any) -> None:
         assert ready.wait(60), "the writer never got going"
         os.kill(writer.pid, signal.SIGKILL)
         writer.join(30)
+        assert not writer.is_alive(), "the killed writer did not exit"
     finally:
-        if writer.is_alive():
-            writer.kill()
-            writer.join()
+        _reap(writer)
     # The server aborts the dead client's open transaction when it notices the closed socket.
     engine = create_engine(pg_schema.url.split("?")[0])
     try:

@@ -202,6 +202,15 @@ def test_malformed_filters_are_rejected() -> None:
         assert info.value.reason == "invalid_filter"
 
 
+@pytest.mark.parametrize("bad", ["\ud800", "user\udfff", "a\x00"])
+def test_filters_with_lone_surrogates_or_nul_are_rejected(service: Any, bad: str) -> None:
+    _seed(service, n=2)
+    for kwargs in ({"authors": (bad,)}, {"authors": bad}, {"invocation_ids": ["inv-0", bad]}):
+        with pytest.raises(ValidationError) as info:
+            query.get(service, _ref(), cursor_secret=SECRET, event_filter=query.EventFilter(**kwargs))
+        assert info.value.reason == "invalid_filter" and info.value.details == {"field": next(iter(kwargs))}
+
+
 def test_bad_page_arguments_are_rejected(service: Any) -> None:
     _seed(service, n=1)
     for kwargs in ({"event_limit": 0}, {"event_limit": 1001}, {"order": "sideways"}):

@@ -14,6 +14,32 @@ from adk_actors.errors import ConcurrencyConflict, SessionError, SessionNotFound
 from adk_actors.sessions import ABSENT, BaseSessionService, Session, SessionRef
 
 APP, USER = "state_demo", "user-1"
+WAIT_TIMEOUT_S = 60.0
+"""Every barrier wait and thread join in these tests is bounded by this; a timeout fails the test."""
+
+
+_timed_out: list[threading.Barrier] = []
+
+
+def _meet(barrier: threading.Barrier) -> bool:
+    """Wait at ``barrier`` (bounded by its timeout); ``False`` (and recorded) when it timed out or broke."""
+    try:
+        barrier.wait()
+    except threading.BrokenBarrierError:
+        _timed_out.append(barrier)
+        return False
+    return True
+
+
+def _join_all(threads: list[threading.Thread]) -> None:
+    """Join every thread (bounded) and assert that none is still running and no barrier timed out."""
+    try:
+        for t in threads:
+            t.join(WAIT_TIMEOUT_S)
+            assert not t.is_alive(), f"a thread did not finish within {WAIT_TIMEOUT_S}s"
+        assert not _timed_out, "a barrier wait timed out"
+    finally:
+        _timed_out.clear()
 
 
 def _ref(session_id: str = "s1", user_id: str = USER, app_name: str = APP) -> SessionRef:
@@ -52,13 +78,14 @@ def test_create_is_idempotent_and_never_overwrites(service: Any) -> None:
 
 
 def test_concurrent_creators_all_get_the_one_session(service: Any) -> None:
-    barrier = threading.Barrier(8)
+    barrier = threading.Barrier(8, timeout=WAIT_TIMEOUT_S)
     results: list[Session] = []
     errors: list[BaseException] = []
 
     def create(i: int) -> None:
         try:
-            barrier.wait()
+            if not _meet(barrier):
+                return
             results.append(service.create_session(app_name=APP, user_id=USER, session_id="race",
                                                   state={"creator": i}))
         except BaseException as exc:
@@ -67,8 +94,7 @@ def test_concurrent_creators_all_get_the_one_session(service: Any) -> None:
     threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    _join_all(threads)
     assert not errors
     winners = {r.state["creator"] for r in results}
     assert len(winners) == 1
@@ -194,12 +220,13 @@ def test_add_event_if_state_appends_only_on_a_match(service: Any) -> None:
 
 def test_add_event_if_state_orders_racing_terminal_updates(service: Any) -> None:
     service.create_session(app_name=APP, user_id=USER, session_id="s1", state={"op": "running"})
-    barrier = threading.Barrier(6)
+    barrier = threading.Barrier(6, timeout=WAIT_TIMEOUT_S)
     wins: list[int] = []
     conflicts: list[int] = []
 
     def finish(i: int) -> None:
-        barrier.wait()
+        if not _meet(barrier):
+            return
         try:
             service.add_event_if_state(_ref(), make_event(delta={"op": f"done-{i}"}), {"op": "running"})
             wins.append(i)
@@ -209,8 +236,7 @@ def test_add_event_if_state_orders_racing_terminal_updates(service: Any) -> None
     threads = [threading.Thread(target=finish, args=(i,)) for i in range(6)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    _join_all(threads)
     assert len(wins) == 1 and len(conflicts) == 5
     got = service.get_session(_ref())
     assert len(got.events) == 1 and got.state["op"] == f"done-{wins[0]}"
@@ -218,18 +244,18 @@ def test_add_event_if_state_orders_racing_terminal_updates(service: Any) -> None
 
 def test_concurrent_appends_from_threads_are_dense(service: Any) -> None:
     service.create_session(app_name=APP, user_id=USER, session_id="s1")
-    barrier = threading.Barrier(4)
+    barrier = threading.Barrier(4, timeout=WAIT_TIMEOUT_S)
 
     def writer(w: int) -> None:
-        barrier.wait()
+        if not _meet(barrier):
+            return
         for i in range(25):
             service.add_event(_ref(), make_event(f"w{w}", delta={f"w{w}": i}))
 
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    _join_all(threads)
     got = service.get_session(_ref())
     assert got.event_seqs == tuple(range(1, 101))
     assert got.state == {f"w{w}": 24 for w in range(4)}
@@ -281,7 +307,26 @@ def test_legacy_conversation_save_and_load(service: Any) -> None:
         service.load_conversation(APP, "other-agent", "k")
 
 
-@pytest.mark.parametrize("bad", [float("nan"), math.inf, "nul\x00char", {"k\x00": 1}])
+@pytest.mark.parametrize("bad", ["\ud800", "s\udfff", "\udc00x", "a\x00", "tab\t"])
+def test_names_with_lone_surrogates_or_control_characters_are_rejected(service: Any, bad: str) -> None:
+    attempts = [
+        lambda: service.create_session(app_name=APP, user_id=USER, session_id=bad),
+        lambda: service.create_session(app_name=APP, user_id=bad, session_id="s1"),
+        lambda: service.create_session(app_name=bad, user_id=USER, session_id="s1"),
+        lambda: service.list_sessions(app_name=APP, user_id=bad),
+        lambda: service.save_conversation(APP, bad, "k", []),
+        lambda: SessionRef(app_name=APP, user_id=USER, session_id=bad),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ValidationError) as info:
+            attempt()
+        assert info.value.reason == "invalid_name"
+        assert set(info.value.details) == {"field", "type"}
+    assert service.list_sessions(app_name=APP) == []
+
+
+@pytest.mark.parametrize("bad", [float("nan"), math.inf, "nul\x00char", {"k\x00": 1}, "lone\ud800", "x\udfff",
+                                 {"k\udc00": 1}, ["\ud83d"]])
 def test_nul_and_nan_are_rejected_identically_and_nothing_is_written(service: Any, bad: Any) -> None:
     service.create_session(app_name=APP, user_id=USER, session_id="s1")
     with pytest.raises(ValidationError) as info:
@@ -341,11 +386,12 @@ def test_expectations_on_user_state_are_atomic_across_sessions(service: Any) -> 
     for i in range(6):
         service.create_session(app_name=APP, user_id=USER, session_id=f"s{i}")
     service.update_state(_ref("s0"), {"user:token": "free"})
-    barrier = threading.Barrier(6)
+    barrier = threading.Barrier(6, timeout=WAIT_TIMEOUT_S)
     wins: list[int] = []
 
     def claim(i: int) -> None:
-        barrier.wait()
+        if not _meet(barrier):
+            return
         try:
             service.add_event_if_state(_ref(f"s{i}"), make_event(delta={"user:token": f"taken-{i}"}),
                                        {"user:token": "free"})
@@ -356,8 +402,7 @@ def test_expectations_on_user_state_are_atomic_across_sessions(service: Any) -> 
     threads = [threading.Thread(target=claim, args=(i,)) for i in range(6)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    _join_all(threads)
     assert len(wins) == 1
     assert service.get_session(_ref("s3")).state["user:token"] == f"taken-{wins[0]}"
     assert sum(len(service.get_session(_ref(f"s{i}")).events) for i in range(6)) == 1

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from actor_tests.sessions.support import make_event
+from adk_actors.content.canonical import canonical_dumps, canonical_loads, check_json_safe
 from adk_actors.errors import ConfigError, StorageError, ValidationError
 from adk_actors.sessions import (
     InMemorySessionService,
@@ -19,6 +20,7 @@ from adk_actors.sessions import (
     default_sqlite_url,
     session_service_from_settings,
 )
+from adk_actors.sessions.model import TEMP_VALUE_MARKER
 from adk_actors.sessions.sql import SCHEMA_VERSION
 
 REF = SessionRef(app_name="app", user_id="u", session_id="s1")
@@ -91,6 +93,48 @@ def test_stored_json_is_canonical_and_temp_state_is_never_persisted(sql_service:
     fresh = pickle.loads(pickle.dumps(sql_service))
     assert fresh.get_session(REF).state == {"a": 2, "b": 1, "user:z": 1}
     fresh.close()
+    # The event record keeps the temp: key (rewind must know it was set) but never its value.
+    events = _raw(sql_service, "SELECT data FROM adk_session_events")
+    assert len(events) == 1
+    record = events[0][0]
+    raw_text = record if isinstance(record, str) else canonical_dumps(record)
+    assert "secret-ish" not in raw_text
+    stored_delta = (canonical_loads(record) if isinstance(record, str) else record)["actions"]["state_delta"]
+    assert stored_delta == {"a": 2, "b": 1, "temp:t": TEMP_VALUE_MARKER, "user:z": 1}
+    assert sql_service.get_session(REF).events[0].actions.state_delta["temp:t"] == TEMP_VALUE_MARKER
+
+
+def test_temp_values_are_redacted_identically_in_every_stored_event_record(sql_url_factory: Any) -> None:
+    def records(svc: Any) -> list[dict[str, Any]]:
+        svc.create_session(app_name="app", user_id="u", session_id="s1",
+                           events=[make_event(delta={"temp:c": "secret-create"}, event_id="e0", timestamp=1.0)])
+        result = svc.add_event(REF, make_event(delta={"temp:a": {"secret": "secret-a"}, "x": 1}, event_id="e1",
+                                            timestamp=2.0))
+        assert result.state["temp:a"] == {"secret": "secret-a"}  # the in-flight state keeps the real value
+        svc.add_event(REF, make_event(delta={"temp:p": "secret-partial"}, partial=True, event_id="e2", timestamp=3.0))
+        svc.add_event_if_state(REF, make_event(delta={"temp:b": "secret-b"}, event_id="e3", timestamp=4.0), {"x": 1})
+        got = svc.get_session(REF)
+        assert got.state["temp:b"] == "secret-b" and got.state["temp:a"] == {"secret": "secret-a"}
+        out = [e.to_dict() for e in got.events]
+        if isinstance(svc, SqlSessionService):
+            raw = [r[0] for r in _raw(svc, "SELECT data FROM adk_session_events ORDER BY seq")]
+            text = " ".join(r if isinstance(r, str) else canonical_dumps(r) for r in raw)
+            assert "secret-" not in text
+        assert "secret-" not in canonical_dumps(out)
+        return out
+
+    sqlite_svc = SqlSessionService(sql_url_factory("sqlite"))
+    pg_svc = SqlSessionService(sql_url_factory("postgres"))
+    memory_svc = InMemorySessionService()
+    try:
+        stored = [records(svc) for svc in (sqlite_svc, pg_svc, memory_svc)]
+    finally:
+        for svc in (sqlite_svc, pg_svc, memory_svc):
+            svc.close()
+    assert stored[0] == stored[1] == stored[2]
+    deltas = [e["actions"]["state_delta"] for e in stored[0]]
+    assert deltas == [{"temp:c": TEMP_VALUE_MARKER}, {"temp:a": TEMP_VALUE_MARKER, "x": 1},
+                      {"temp:p": TEMP_VALUE_MARKER}, {"temp:b": TEMP_VALUE_MARKER}]
 
 
 def test_pickle_carries_url_and_options_never_an_engine(sql_service: SqlSessionService) -> None:
@@ -164,21 +208,69 @@ def test_password_never_appears_in_errors_or_repr(tmp_dir: Path) -> None:
     assert "hunter2" not in str(info.value) and "hunter2" not in str(info.value.details)
 
 
+@pytest.mark.parametrize("url", [
+    "postgresql+psycopg://drv-user-x7q:hunter2@127.0.0.1:1/drv-db-x7q?connect_timeout=2",
+    "postgresql+psycopg://drv-user-x7q:hunter2@drv-host-x7q.invalid/drv-db-x7q?connect_timeout=2",
+], ids=["refused", "unresolvable-host"])
+def test_storage_errors_are_structural_and_never_carry_driver_text(url: str) -> None:
+    svc = SqlSessionService(url)
+    try:
+        for attempt in (svc.open, lambda: svc.get_session(REF),
+                        lambda: svc.create_session(app_name="app", user_id="u", session_id="s1")):
+            with pytest.raises(StorageError) as info:
+                attempt()
+            err = info.value
+            assert err.reason == "open_failed"
+            assert set(err.details) <= {"operation", "dialect", "error", "sqlstate"}
+            assert err.details["dialect"] == "postgresql" and err.details["operation"] in {"open", "initialize"}
+            assert err.__cause__ is None and err.__suppress_context__
+            text = f"{err} {err!r} {err.details} {err.to_dict()} {pickle.loads(pickle.dumps(err))}"
+            for needle in ("hunter2", "drv-user", "drv-host", "drv-db", "127.0.0.1", "connection", "refused"):
+                assert needle not in text, needle
+    finally:
+        svc.close()
+
+
+def test_sqlite_storage_errors_never_carry_paths(tmp_dir: Path) -> None:
+    (tmp_dir / "a-file").write_text("not a directory")
+    svc = SqlSessionService(f"sqlite:///{tmp_dir / 'a-file' / 'drv-sqlite-x7q.db'}")
+    try:
+        with pytest.raises(StorageError) as info:
+            svc.open()
+    finally:
+        svc.close()
+    text = f"{info.value} {info.value!r} {info.value.details}"
+    assert "drv-sqlite" not in text and str(tmp_dir) not in text
+    assert info.value.details["dialect"] == "sqlite" and info.value.details["operation"] == "open"
+
+
+BAD_VALUES = (float("nan"), float("inf"), "a\x00b", "\ud800", "a\udfffb")
+"""NaN, Infinity, NUL and lone surrogates: none of them can be canonical JSON or UTF-8 text."""
+
+
 def _bad_inputs() -> list[tuple[str, Any]]:
     base = make_event().to_dict()
     cases: list[tuple[str, Any]] = []
-    for bad in (float("nan"), float("inf"), "a\x00b"):
+    for bad in BAD_VALUES:
         cases.append(("update_state", {"k": bad}))
         cases.append(("update_state", {"user:k": [bad]}))
         cases.append(("add_event", {**base, "actions": {**base["actions"], "state_delta": {"k": bad}}}))
         cases.append(("add_event", {**base, "provider_metadata": {"m": bad}}))
         cases.append(("create_session", {"k": bad}))
         cases.append(("save_conversation", [{"t": bad}]))
-    cases.append(("update_state", {"k\x00": 1}))
+    for bad_text in ("\x00", "\ud800", "x\udc00"):
+        cases.append(("update_state", {f"k{bad_text}": 1}))
+        cases.append(("update_state", {f"temp:k{bad_text}": 1}))
+        cases.append(("add_event", {**base, "actions": {**base["actions"], "state_delta": {f"app:{bad_text}": 1}}}))
+        cases.append(("add_event", {**base, "author": f"a{bad_text}"}))
+        cases.append(("add_event", {**base, "id": f"e{bad_text}"}))
+        cases.append(("create_session", {f"user:{bad_text}": 1}))
+        cases.append(("create_session_id", f"s{bad_text}"))
+        cases.append(("list_user_id", f"u{bad_text}"))
     return cases
 
 
-def _outcomes(svc: SqlSessionService) -> list[tuple[str, str, dict[str, Any]]]:
+def _outcomes(svc: Any) -> list[tuple[str, str, dict[str, Any]]]:
     svc.create_session(app_name="app", user_id="u", session_id="s1")
     seen = []
     for op, arg in _bad_inputs():
@@ -189,26 +281,37 @@ def _outcomes(svc: SqlSessionService) -> list[tuple[str, str, dict[str, Any]]]:
                 svc.add_event(REF, arg)
             elif op == "create_session":
                 svc.create_session(app_name="app", user_id="u", session_id="s2", state=arg)
+            elif op == "create_session_id":
+                svc.create_session(app_name="app", user_id="u", session_id=arg)
+            elif op == "list_user_id":
+                svc.list_sessions(app_name="app", user_id=arg)
             else:
                 svc.save_conversation("app", "agent", "k", arg)
         seen.append((type(info.value).__name__, info.value.reason, info.value.details))
-    assert _raw(svc, "SELECT count(*) FROM adk_session_events")[0][0] == 0
-    assert _raw(svc, "SELECT count(*) FROM adk_sessions")[0][0] == 1
-    assert _raw(svc, "SELECT count(*) FROM adk_conversations")[0][0] == 0
-    assert svc.get_session(REF).state == {}
+    if isinstance(svc, SqlSessionService):
+        assert _raw(svc, "SELECT count(*) FROM adk_session_events")[0][0] == 0
+        assert _raw(svc, "SELECT count(*) FROM adk_sessions")[0][0] == 1
+        assert _raw(svc, "SELECT count(*) FROM adk_conversations")[0][0] == 0
+    assert [s.id for s in svc.list_sessions(app_name="app")] == ["s1"]
+    got = svc.get_session(REF)
+    assert got.state == {} and got.events == () and got.version == 0
     return seen
 
 
-def test_nul_and_nan_fail_identically_on_sqlite_and_postgresql(sql_url_factory: Any) -> None:
+def test_nul_nan_and_surrogates_fail_identically_on_sqlite_postgresql_and_memory(sql_url_factory: Any) -> None:
     sqlite_svc = SqlSessionService(sql_url_factory("sqlite"))
     pg_svc = SqlSessionService(sql_url_factory("postgres"))
+    memory_svc = InMemorySessionService()
     try:
-        on_sqlite, on_pg = _outcomes(sqlite_svc), _outcomes(pg_svc)
+        on_sqlite, on_pg, in_memory = _outcomes(sqlite_svc), _outcomes(pg_svc), _outcomes(memory_svc)
     finally:
         sqlite_svc.close()
         pg_svc.close()
-    assert on_sqlite == on_pg
-    assert {reason for _, reason, _ in on_sqlite} <= {"invalid_json", "invalid_event"}
+        memory_svc.close()
+    assert on_sqlite == on_pg == in_memory
+    assert {reason for _, reason, _ in on_sqlite} <= {"invalid_json", "invalid_event", "invalid_name"}
+    for _, _, details in on_sqlite:  # structural only: the bad text is never echoed (so details stay JSON-safe)
+        check_json_safe(details)
 
 
 def test_an_older_schema_is_migrated_forward_on_open(sql_service: SqlSessionService,

@@ -19,6 +19,7 @@ _prefixes = st.sampled_from(["", "user:", "app:", "temp:"])
 _keys = st.builds(lambda p, n: p + n, _prefixes, st.sampled_from(["a", "b", "c", "x:y", "user", "app:z"]))
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([10**400, -(10**400), 2**1024])  # exact JSON integers beyond the float range
     | st.text(alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4).filter(lambda k: "\x00" not in k),
                                                                inner, max_size=3),
@@ -63,12 +64,31 @@ def test_merging_scoped_parts_equals_applying_the_deltas_in_order(deltas: list[d
     assert mismatched_keys(flat, {k: ABSENT for k in flat}) == sorted(flat)
 
 
+# NaN, Infinity, NUL, lone surrogates (which the default text strategy never draws) and integers too large to
+# write as text.
+_unsafe = st.sampled_from([float("nan"), float("inf"), "a\x00", "\ud800", "x\udfffy"]) | st.builds(
+    lambda sign: sign * 10**5000, st.sampled_from([1, -1])) | st.text(
+    alphabet=st.characters(blacklist_categories=()), max_size=6).map(lambda t: t + "\udc00")
+_unsafe_keys = st.builds(lambda p, bad: p + bad, _prefixes, st.sampled_from(["\x00", "\ud800", "k\udfff"]))
+
+
 @_quick
-@given(st.dictionaries(_keys, st.sampled_from([float("nan"), float("inf"), "a\x00"]), min_size=1, max_size=3))
+@given(st.dictionaries(_keys, _unsafe, min_size=1, max_size=3))
 def test_unsafe_values_are_always_rejected(delta: dict[str, Any]) -> None:
     with pytest.raises(ValidationError) as info:
         split_delta(delta)
     assert info.value.reason == "invalid_json"
+
+
+@_quick
+@given(st.dictionaries(_unsafe_keys, _json, min_size=1, max_size=3), _deltas)
+def test_unsafe_keys_are_always_rejected(bad: dict[str, Any], good: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError) as info:
+        split_delta({**good, **bad})
+    assert info.value.reason == "invalid_json"
+    assert set(info.value.details) == {"path"}
+    with pytest.raises(ValidationError):
+        InMemorySessionService().create_session(app_name="a", user_id="u", session_id="s", state={**good, **bad})
 
 
 def test_booleans_are_not_numbers_when_comparing_expected_state() -> None:

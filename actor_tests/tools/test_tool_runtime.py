@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adk_actors import content as c
-from adk_actors.errors import SchemaError, ToolError
+from adk_actors.errors import ContentError, SchemaError, ToolError
 from adk_actors.tools import (
     Confirmation,
     FunctionTool,
@@ -27,6 +27,7 @@ from adk_actors.tools import (
     is_inline,
     is_parallel_safe,
     result_payload,
+    tool_declaration,
     tool_result_response,
 )
 
@@ -380,3 +381,55 @@ def test_entry_digest_survives_unrelated_catalog_changes() -> None:
     with pytest.raises(ToolError) as info:
         compile_catalog([ChangedPlain()]).resolve("plain", digest=recorded)
     assert info.value.reason == "tool_catalog_changed"
+
+
+LONE_SURROGATES = ["\ud800", "weather \udfff", "\udc00!"]
+
+
+@pytest.mark.parametrize("bad", LONE_SURROGATES)
+def test_lone_surrogates_in_declarations_are_schema_errors(bad: str) -> None:
+    described = FunctionTool(helpers.get_weather, description=bad)
+    for attempt in (lambda: compile_catalog([described]), lambda: Toolset.of("ts", [described]),
+                    lambda: tool_declaration(described)):
+        with pytest.raises(SchemaError) as info:
+            attempt()
+        assert info.value.reason == "invalid_description" and info.value.details["tool"] == "get_weather"
+
+    def documented(city: str) -> str:
+        return city
+
+    documented.__doc__ = f"Look up a city.\n\nArgs:\n    city: the city {bad}\n"
+    with pytest.raises(SchemaError) as info:
+        compile_catalog([FunctionTool(documented)])
+    assert info.value.reason == "invalid_schema"
+
+
+@pytest.mark.parametrize("bad", LONE_SURROGATES)
+def test_lone_surrogates_in_call_arguments_and_state_are_rejected(bad: str) -> None:
+    entry = compile_catalog([FunctionTool(helpers.get_weather)]).get("get_weather")
+    assert entry is not None
+    for args in ({"city": bad}, {"city": "Oslo", bad: 1}):
+        with pytest.raises(SchemaError) as info:
+            entry.validate_args(args)
+        assert info.value.reason == "invalid_arguments" and info.value.details["rule"] == "invalid_json"
+        with pytest.raises(ContentError):
+            call("get_weather", args)
+    context = ctx()
+    for key, value in ((bad, 1), ("k", bad), ("k", {bad: 1})):
+        with pytest.raises(ToolError) as tool_info:
+            context.actions.set_state(key, value)
+        assert tool_info.value.reason == "invalid_state"
+    with pytest.raises(ToolError):
+        ToolContext(invocation_id="i", agent_name="a", state={bad: 1})
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=()), max_size=20) | st.sampled_from(LONE_SURROGATES))
+def test_any_description_compiles_or_raises_a_schema_error(description: str) -> None:
+    tool = FunctionTool(helpers.get_weather, description=description)
+    try:
+        catalog = compile_catalog([tool])
+    except SchemaError as exc:
+        assert exc.reason == "invalid_description"
+        return
+    assert catalog.get("get_weather") is not None and len(catalog.version) == 64

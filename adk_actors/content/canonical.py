@@ -1,4 +1,4 @@
-"""Canonical JSON: sorted keys, compact separators, no NaN/Infinity, no NUL characters.
+"""Canonical JSON: sorted keys, compact separators, no NaN/Infinity, no NUL characters, no lone surrogates.
 
 Everything adk_actors writes as JSON (sessions, events, ledgers, cursors, hashes) goes through these two
 functions, so SQLite and PostgreSQL behave the same and hashes over stored JSON agree.
@@ -7,6 +7,7 @@ functions, so SQLite and PostgreSQL behave the same and hashes over stored JSON 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from adk_actors.errors import ValidationError
@@ -14,12 +15,49 @@ from adk_actors.errors import ValidationError
 __all__ = ["canonical_dumps", "canonical_loads", "check_json_safe"]
 
 
+def _bad_text(text: str) -> str | None:
+    """Why ``text`` cannot be canonical JSON text (NUL or lone surrogate), or ``None`` when it can."""
+    if "\x00" in text:
+        return "NUL characters are not allowed"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "lone surrogates are not valid Unicode"
+    return None
+
+
+def _int_fits(value: int) -> bool:
+    """Whether ``value`` can be written as JSON text (the interpreter caps int-to-str conversion)."""
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    if not limit or value.bit_length() * 0.30103 + 2 < limit:
+        return True
+    try:
+        str(value)
+    except ValueError:
+        return False
+    return True
+
+
 def check_json_safe(value: Any, path: str = "$") -> None:
-    """Raise ``ValidationError`` unless ``value`` is JSON-safe (str keys, finite numbers, no NUL characters)."""
+    """Raise ``ValidationError`` unless ``value`` is JSON-safe.
+
+    JSON-safe means: str keys, finite numbers, ints the interpreter can write as text, and no string (value or
+    key) containing a NUL character or a lone surrogate (U+D800-U+DFFF, which UTF-8 cannot encode).
+
+    ``details["path"]`` locates the offending item structurally: list items by index, object members by their
+    position as ``<key#N>`` (the N-th key of that object, from 0). Key names are never reported, since they are
+    part of the (possibly secret) value.
+    """
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         item, where = stack.pop()
-        if item is None or isinstance(item, bool | int):
+        if item is None or isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            if not _int_fits(item):
+                raise ValidationError("integer too large to write as JSON", reason="invalid_json",
+                                      details={"path": where})
             continue
         if isinstance(item, float):
             if item != item or item in (float("inf"), float("-inf")):
@@ -27,19 +65,21 @@ def check_json_safe(value: Any, path: str = "$") -> None:
                                       details={"path": where})
             continue
         if isinstance(item, str):
-            if "\x00" in item:
-                raise ValidationError("NUL characters are not allowed", reason="invalid_json",
-                                      details={"path": where})
+            problem = _bad_text(item)
+            if problem is not None:
+                raise ValidationError(problem, reason="invalid_json", details={"path": where})
             continue
         if isinstance(item, dict):
-            for k, v in item.items():
+            for i, (k, v) in enumerate(item.items()):
+                member = f"{where}.<key#{i}>"
                 if not isinstance(k, str):
                     raise ValidationError("object keys must be strings", reason="invalid_json",
-                                          details={"path": where})
-                if "\x00" in k:
-                    raise ValidationError("NUL characters are not allowed", reason="invalid_json",
-                                          details={"path": where})
-                stack.append((v, f"{where}.{k}"))
+                                          details={"path": member, "key_type": type(k).__name__})
+                problem = _bad_text(k)
+                if problem is not None:
+                    raise ValidationError(f"object key: {problem}", reason="invalid_json",
+                                          details={"path": member})
+                stack.append((v, member))
             continue
         if isinstance(item, list | tuple):
             stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
@@ -52,10 +92,16 @@ def canonical_dumps(value: Any) -> str:
     """Serialize ``value`` as canonical JSON (sorted keys, ``(",", ":")`` separators, UTF-8 text).
 
     Raises:
-        ValidationError: reason ``invalid_json`` for NaN/Infinity, NUL characters, non-str keys, non-JSON types.
+        ValidationError: reason ``invalid_json`` for NaN/Infinity, NUL characters, lone surrogates, non-str
+            keys, integers too large to write, non-JSON types.
     """
     check_json_safe(value)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        # The stdlib encoder recurses; callers that can bound depth first (copy_json) never get here.
+        raise ValidationError("JSON value nested too deeply", reason="invalid_json",
+                              details={"error": "RecursionError"}) from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -63,7 +109,7 @@ def _reject_constant(name: str) -> Any:
 
 
 def canonical_loads(text: str | bytes) -> Any:
-    """Parse JSON strictly (NaN/Infinity and NUL characters rejected).
+    """Parse JSON strictly (NaN/Infinity, NUL characters and lone surrogates such as ``"\\ud800"`` rejected).
 
     Raises:
         ValidationError: reason ``invalid_json``.

@@ -43,6 +43,18 @@ def _str(value: Any, field: str, *, allow_empty: bool = False, max_chars: int = 
     return value
 
 
+def _timestamp(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _type_fail("timestamp", "finite float", value)
+    try:
+        ts = float(value)  # an int beyond the float range (10**400) overflows here
+    except OverflowError:
+        raise _type_fail("timestamp", "finite float", value) from None
+    if not math.isfinite(ts):
+        raise _type_fail("timestamp", "finite float", value)
+    return ts
+
+
 def _opt_str(value: Any, field: str) -> str | None:
     return None if value is None else _str(value, field)
 
@@ -265,10 +277,7 @@ class Event:
         _str(self.id, "id")
         _str(self.invocation_id, "invocation_id", allow_empty=True)
         _str(self.author, "author")
-        ts = self.timestamp
-        if isinstance(ts, bool) or not isinstance(ts, int | float) or not math.isfinite(ts):
-            raise _type_fail("timestamp", "finite float", ts)
-        object.__setattr__(self, "timestamp", float(ts))
+        object.__setattr__(self, "timestamp", _timestamp(self.timestamp))
         if self.content is not None and not isinstance(self.content, Content):
             raise _type_fail("content", "Content", self.content)
         _bool(self.partial, "partial")

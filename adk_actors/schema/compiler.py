@@ -97,10 +97,46 @@ def schema_digest(schema: JsonSchema) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _format_path(path: Any) -> str:
-    out = "$"
+def _declared_names(schema: Any) -> frozenset[str]:
+    """Every property name the schema itself declares (``properties`` keys and ``required`` entries)."""
+    names: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            props = node.get("properties")
+            if isinstance(props, dict):
+                names.update(k for k in props if isinstance(k, str))
+            required = node.get("required")
+            if isinstance(required, list):
+                names.update(k for k in required if isinstance(k, str))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(names)
+
+
+def _format_path(path: Any, value: Any, declared: frozenset[str]) -> str:
+    """The failing location as ``$.name[0].<key#2>``, never echoing a key the caller supplied.
+
+    A key the schema declares (``properties``/``required``) is shown by name, because it comes from the schema;
+    any other key is shown as ``<key#N>``, its position among the keys of its object in ``value``.
+    """
+    out, node = "$", value
     for item in list(path or [])[1:]:
-        out += f"[{item}]" if isinstance(item, int) or (isinstance(item, str) and item.isdigit()) else f".{item}"
+        if isinstance(node, list | tuple):
+            try:
+                index = int(item)
+                node = node[index]
+            except (TypeError, ValueError, IndexError):
+                out, node = out + "[?]", None
+                continue
+            out += f"[{index}]"
+        elif isinstance(node, dict) and isinstance(item, str) and item in node:
+            out += f".{item}" if item in declared else f".<key#{list(node).index(item)}>"
+            node = node[item]
+        else:
+            out, node = out + ".<key>", None
     return out if len(out) <= MAX_PATH_CHARS else out[:MAX_PATH_CHARS] + "…"
 
 
@@ -113,6 +149,7 @@ class CompiledSchema:
     digest: str
     """SHA-256 of the schema's canonical JSON."""
     _validator: Callable[[Any], Any] = field(repr=False, compare=False)
+    _declared: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (compile_schema, (self.schema,))
@@ -121,6 +158,8 @@ class CompiledSchema:
         """Validate ``value`` and return a private, JSON-safe copy of it.
 
         The error never reflects the invalid value: ``details`` hold only the JSON path and the failed rule.
+        The path names only keys the schema declares; any other key appears as ``<key#N>`` (its position in
+        its object), so a caller-supplied key (perhaps a secret) is never echoed.
 
         Raises:
             SchemaError: reason ``invalid_arguments`` with ``details`` ``{"field", "path", "rule"}``.
@@ -135,7 +174,7 @@ class CompiledSchema:
             self._validator(copied)
         except fastjsonschema.JsonSchemaValueException as exc:
             raise SchemaError("arguments do not match the schema", reason="invalid_arguments",
-                              details={"field": field, "path": _format_path(exc.path),
+                              details={"field": field, "path": _format_path(exc.path, value, self._declared),
                                        "rule": str(exc.rule or "schema")}) from None
         except Exception as exc:
             raise SchemaError("arguments could not be validated", reason="invalid_arguments",
@@ -179,7 +218,8 @@ def compile_schema(schema: Any) -> CompiledSchema:
         # errors, attribute/type errors from its code generator); all mean the same thing to a caller.
         raise SchemaError("schema does not compile", reason="invalid_schema",
                           details={"error": type(exc).__name__}) from None
-    compiled = CompiledSchema(schema=normalized, digest=digest, _validator=validator)
+    compiled = CompiledSchema(schema=normalized, digest=digest, _validator=validator,
+                              _declared=_declared_names(normalized))
     with _cache_lock:
         _cache[digest] = compiled
         while len(_cache) > MAX_CACHED_SCHEMAS:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from adk_actors.content.canonical import check_json_safe
 from adk_actors.content.parts import check_function_name
-from adk_actors.errors import ContentError, SchemaError
+from adk_actors.errors import ContentError, SchemaError, ValidationError
 from adk_actors.schema.compiler import JsonSchema, compile_schema
 
 __all__ = ["LEGACY_KEYWORDS", "LEGACY_TYPES", "gemini_function_declaration", "gemini_parameters",
@@ -119,6 +120,14 @@ def gemini_parameters(schema: Any) -> tuple[Literal["parameters", "parametersJso
     return "parametersJsonSchema", normalized
 
 
+def _is_json_text(text: str) -> bool:
+    try:
+        check_json_safe(text)
+    except ValidationError:
+        return False
+    return True
+
+
 def gemini_function_declaration(name: str, description: str, schema: Any = None) -> dict[str, Any]:
     """Build one Gemini ``functionDeclarations`` entry in camelCase wire form.
 
@@ -138,8 +147,10 @@ def gemini_function_declaration(name: str, description: str, schema: Any = None)
         check_function_name(name)
     except ContentError:
         raise SchemaError("invalid function name", reason="invalid_function_name") from None
-    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION_CHARS or "\x00" in description:
-        raise SchemaError("description must be a bounded str", reason="invalid_description",
+    if (not isinstance(description, str) or len(description) > MAX_DESCRIPTION_CHARS
+            or not _is_json_text(description)):
+        raise SchemaError("description must be a bounded str without NUL or lone surrogates",
+                          reason="invalid_description",
                           details={"max_chars": MAX_DESCRIPTION_CHARS, "type": type(description).__name__})
     declaration: dict[str, Any] = {"name": name, "description": description}
     if schema is not None:

@@ -14,9 +14,10 @@ from typing import Any, Final
 from adk_actors.content.canonical import canonical_dumps, canonical_loads
 from adk_actors.errors import EventError, ValidationError
 from adk_actors.events import Event
-from adk_actors.sessions.state import ScopedDelta, split_delta
+from adk_actors.sessions.state import ScopedDelta, scope_of, split_delta
 
 __all__ = [
+    "TEMP_VALUE_MARKER",
     "AppendResult",
     "PreparedEvent",
     "Session",
@@ -28,15 +29,18 @@ __all__ = [
 ]
 
 MAX_NAME_LENGTH: Final = 255
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+TEMP_VALUE_MARKER: Final = "[temp]"
+"""What a stored event record holds in place of each ``temp:`` value of its ``actions.state_delta``."""
+# Control characters, and lone surrogates (U+D800-U+DFFF: not encodable as UTF-8, so no store could keep them).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def validate_name(value: Any, what: str) -> str:
     """Check an app name, user id, session id, agent name or conversation key.
 
     Raises:
-        ValidationError: reason ``invalid_name`` for non-strings, empty strings, control characters or more than
-            255 characters.
+        ValidationError: reason ``invalid_name`` for non-strings, empty strings, control characters, lone
+            surrogates or more than 255 characters.
     """
     if not isinstance(value, str) or not value or len(value) > MAX_NAME_LENGTH or _CONTROL.search(value):
         raise ValidationError(f"invalid {what}", reason="invalid_name",
@@ -117,7 +121,8 @@ class PreparedEvent:
     """An event validated and projected for storage."""
 
     data: dict[str, Any]
-    """The event dict, round-tripped through canonical JSON (a private deep copy)."""
+    """The event dict to store, round-tripped through canonical JSON (a private deep copy); each ``temp:`` value
+    of its state delta is replaced by :data:`TEMP_VALUE_MARKER` (the key stays)."""
     delta: ScopedDelta
     """The state delta to apply (empty for partial events, which never apply state)."""
     event_id: str
@@ -154,6 +159,9 @@ def event_to_dict(event: Any) -> dict[str, Any]:
 def prepare_event(event: Any) -> PreparedEvent:
     """Validate an event for storage and split its state delta by scope.
 
+    ``delta`` keeps the real ``temp:`` values (they apply to the in-flight state); ``data``, the record every
+    backend persists, holds :data:`TEMP_VALUE_MARKER` in their place, so no ``temp:`` value is ever stored.
+
     Raises:
         EventError: reason ``invalid_event`` when a required field is missing or of the wrong type.
         ValidationError: reason ``invalid_json`` when the event is not JSON-safe (NaN, Infinity, NUL, ...), or
@@ -184,6 +192,10 @@ def prepare_event(event: Any) -> PreparedEvent:
         delta = split_delta(raw_delta)
     except ValidationError as exc:
         raise EventError(exc.message, reason=exc.reason, details=exc.details) from None
+    if any(scope_of(key) == "temp" for key in raw_delta):
+        # The stored record keeps every temp: key (rewind must see that one was set) but never its value.
+        data["actions"] = {**actions, "state_delta": {
+            k: (TEMP_VALUE_MARKER if scope_of(k) == "temp" else v) for k, v in raw_delta.items()}}
     return PreparedEvent(data=data, delta=ScopedDelta() if partial else delta, event_id=event_id,
                          invocation_id=invocation_id, author=author, timestamp=float(ts), partial=partial,
                          has_content=data.get("content") is not None, is_final=is_final)

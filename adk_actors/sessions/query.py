@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from adk_actors.content.canonical import canonical_dumps, canonical_loads
+from adk_actors.content.canonical import canonical_dumps, canonical_loads, check_json_safe
 from adk_actors.errors import SessionError, ValidationError
 from adk_actors.events import Event
 from adk_actors.sessions.base import BaseSessionService, as_ref
@@ -51,9 +51,20 @@ def new_cursor_secret() -> bytes:
     return secrets.token_bytes(32)
 
 
+def _is_json_text(text: str) -> bool:
+    try:
+        check_json_safe(text)
+    except ValidationError:
+        return False
+    return True
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EventFilter:
-    """Which events a page shows; ``None`` fields do not filter."""
+    """Which events a page shows; ``None`` fields do not filter.
+
+    Authors and invocation ids must be strings without NUL characters or lone surrogates (``invalid_filter``).
+    """
 
     authors: tuple[str, ...] | None = None
     """Keep events by these authors (a single ``str`` is accepted)."""
@@ -76,7 +87,7 @@ class EventFilter:
             if isinstance(value, str):
                 value = (value,)
             if (not isinstance(value, _builtin_list | tuple | set | frozenset)
-                    or not all(isinstance(v, str) for v in value)):
+                    or not all(isinstance(v, str) and _is_json_text(v) for v in value)):
                 raise ValidationError(f"{name} must be a collection of strings", reason="invalid_filter",
                                       details={"field": name})
             object.__setattr__(self, name, tuple(sorted(set(value))))

@@ -323,7 +323,7 @@ class SqlSessionService:
                 database = url.database or ""
                 if not database or database == ":memory:" or database.startswith("file:"):
                     raise StorageError("the SQL session store needs a SQLite file", reason="open_failed",
-                                       details={"url": _safe_url(self._url)})
+                                       details={"operation": "open", "dialect": "sqlite"})
                 os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)
                 options.setdefault("connect_args", {})["timeout"] = self._busy_timeout_ms / 1000
                 engine = create_engine(url, **options)
@@ -334,13 +334,13 @@ class SqlSessionService:
         except AdkError:
             raise
         except (SQLAlchemyError, NoSuchModuleError, OSError, ImportError, TypeError, ValueError) as exc:
-            raise self._storage_error("open_failed", exc, "cannot open the session store") from exc
+            raise self._storage_error("open_failed", exc, "open") from None
         try:
             self._migrate(engine)
         except BaseException as exc:
             engine.dispose()
             if isinstance(exc, SQLAlchemyError | OSError):
-                raise self._storage_error("open_failed", exc, "cannot initialize the session store") from exc
+                raise self._storage_error("open_failed", exc, "initialize") from None
             raise
         return engine
 
@@ -395,9 +395,9 @@ class SqlSessionService:
                 if attempt + 1 < _MAX_ATTEMPTS and _retriable(exc):
                     time.sleep(random.uniform(0, 0.005 * 2 ** attempt))  # jittered backoff before a retry
                     continue
-                raise self._storage_error("write_failed", exc) from exc
+                raise self._storage_error("write_failed", exc, "write") from None
             except SQLAlchemyError as exc:
-                raise self._storage_error("write_failed", exc) from exc
+                raise self._storage_error("write_failed", exc, "write") from None
         raise AssertionError("unreachable")
 
     def _read(self, body: Callable[[Connection], _T]) -> _T:
@@ -406,7 +406,7 @@ class SqlSessionService:
             with self._read_conn(engine) as conn:
                 return body(conn)
         except SQLAlchemyError as exc:
-            raise self._storage_error("read_failed", exc) from exc
+            raise self._storage_error("read_failed", exc, "read") from None
 
     @contextmanager
     def _read_conn(self, engine: Engine) -> Iterator[Connection]:
@@ -419,16 +419,19 @@ class SqlSessionService:
             with conn.begin():
                 yield conn
 
-    def _storage_error(self, reason: str, exc: BaseException, what: str = "session store failure") -> StorageError:
+    def _storage_error(self, reason: str, exc: BaseException, operation: str) -> StorageError:
+        """A structural ``StorageError``: reason, operation, dialect, the driver's exception class and SQLSTATE.
+
+        The driver's message is never included: drivers echo hosts, user names, file paths, SQL text and
+        sometimes connection strings, none of which may leave the trust boundary.
+        """
         orig = getattr(exc, "orig", None) or exc
-        # The driver's first line says what went wrong (refused, missing schema, read-only file); the URL's
-        # password is masked in case a driver echoes its connection string.
-        first = (str(orig).strip().splitlines() or [""])[0][:200]
-        password = make_url(self._url).password
-        if password:
-            first = first.replace(str(password), "***")
-        return StorageError(f"{what}: {type(orig).__name__}: {first}" if first else f"{what}: {type(orig).__name__}",
-                            reason=reason, details={"url": _safe_url(self._url), "error": type(orig).__name__})
+        details: dict[str, Any] = {"operation": operation, "dialect": self._backend, "error": type(orig).__name__}
+        sqlstate = getattr(orig, "sqlstate", None) or getattr(getattr(orig, "diag", None), "sqlstate", None)
+        if isinstance(sqlstate, str) and sqlstate.isalnum() and len(sqlstate) == 5:
+            details["sqlstate"] = sqlstate
+        return StorageError(f"session store {operation} failed: {type(orig).__name__}", reason=reason,
+                            details=details)
 
     def _insert(self, conn: Connection, table: Table) -> Any:
         return pg_insert(table) if conn.dialect.name == "postgresql" else sqlite_insert(table)

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from adk_actors.content.canonical import check_json_safe
 from adk_actors.content.json_values import copy_json
 from adk_actors.errors import ToolError, ValidationError
 from adk_actors.events import EventActions
@@ -20,6 +21,14 @@ from adk_actors.secrets import prune_secrets
 __all__ = ["ReadOnlyState", "ToolActions", "ToolContext"]
 
 MAX_STATE_KEY_CHARS = 256
+
+
+def _is_json_text(text: str) -> bool:
+    try:
+        check_json_safe(text)
+    except ValidationError:
+        return False
+    return True
 
 
 class ReadOnlyState(Mapping[str, Any]):
@@ -83,9 +92,9 @@ class ToolActions:
             ToolError: reason ``invalid_state`` when the key is not a bounded non-empty str or the value is not
                 JSON-safe.
         """
-        if not isinstance(key, str) or not key or len(key) > MAX_STATE_KEY_CHARS or "\x00" in key:
-            raise ToolError("state keys are non-empty bounded str", reason="invalid_state",
-                            details={"field": "key", "max_chars": MAX_STATE_KEY_CHARS})
+        if not isinstance(key, str) or not key or len(key) > MAX_STATE_KEY_CHARS or not _is_json_text(key):
+            raise ToolError("state keys are non-empty bounded str without NUL or lone surrogates",
+                            reason="invalid_state", details={"field": "key", "max_chars": MAX_STATE_KEY_CHARS})
         try:
             self.state_delta[key] = copy_json(value, field="value")[0]
         except ValidationError as exc:

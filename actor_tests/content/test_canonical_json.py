@@ -1,0 +1,162 @@
+"""Canonical JSON at its edges: lone surrogates, huge integers, key-free error paths and the exact limits."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from adk_actors import content as c
+from adk_actors.content import MAX_JSON_DEPTH, canonical_dumps, canonical_loads, check_json_safe, copy_json
+from adk_actors.content.parts import MAX_CALL_ID_CHARS
+from adk_actors.errors import ContentError, ValidationError
+
+SECRET_KEY = "sk-SECRET-0123456789abcdef"
+SURROGATES = ["\ud800", "\udfff", "a\udc00b", "\ud83d"]  # lone halves; "\ud83d\ude00" joined is still two halves
+
+
+def _nested(depth: int) -> Any:
+    """``depth`` nested containers (alternating dicts and lists), innermost empty."""
+    value: Any = {}
+    for i in range(depth - 1):
+        value = {"a": value} if i % 2 else [value]
+    return value
+
+
+def _assert_not_echoed(err: BaseException, *needles: str) -> None:
+    assert isinstance(err, ValidationError)
+    text = f"{err} {err!r} {err.details} {err.to_dict()}"
+    for needle in needles:
+        assert needle not in text
+
+
+@pytest.mark.parametrize("bad", SURROGATES)
+@pytest.mark.parametrize("where", ["value", "key", "nested-value", "nested-key", "list"])
+def test_lone_surrogates_are_rejected_in_values_and_keys(bad: str, where: str) -> None:
+    value = {"value": bad, "key": {bad: 1}, "nested-value": {"a": [{"b": bad}]},
+             "nested-key": {"a": [{bad: None}]}, "list": [1, bad]}[where]
+    for attempt in (lambda: check_json_safe(value), lambda: canonical_dumps(value)):
+        with pytest.raises(ValidationError) as info:
+            attempt()
+        assert type(info.value) is ValidationError
+        assert info.value.reason == "invalid_json"
+        assert set(info.value.details) == {"path"}
+        assert info.value.details["path"].startswith("$")
+        _assert_not_echoed(info.value, bad)
+
+
+@pytest.mark.parametrize("text", ['"\\ud800"', '{"\\udfff":1}', '["a\\udc00"]'])
+def test_canonical_loads_rejects_escaped_lone_surrogates(text: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        canonical_loads(text)
+    assert info.value.reason == "invalid_json"
+
+
+def test_surrogate_pairs_and_astral_characters_are_fine() -> None:
+    value = {"emoji": "\U0001f600", "\u00e9": "\u4e2d"}
+    assert canonical_loads(canonical_dumps(value)) == value
+    assert canonical_loads('"\\ud83d\\ude00"') == "\U0001f600"  # an escaped *pair* is one character
+
+
+def test_copy_json_reports_surrogates_with_its_error_class() -> None:
+    with pytest.raises(ContentError) as info:
+        copy_json({"k": "\ud800"}, error=ContentError, field="args")
+    assert info.value.reason == "invalid_json"
+    assert info.value.details == {"field": "args", "path": "$.<key#0>"}
+    with pytest.raises(ContentError):
+        c.function_call("f", {"\ud800": 1})
+    with pytest.raises(ContentError):
+        c.function_response("f", {"r": ["\udfff"]})
+
+
+@pytest.mark.parametrize("exponent", [309, 400, 4299])
+def test_integers_beyond_the_float_range_are_exact_json(exponent: int) -> None:
+    value = {"n": 10**exponent, "m": -(10**exponent)}
+    assert canonical_loads(canonical_dumps(value)) == value
+
+
+def test_integers_too_large_to_write_are_validation_errors() -> None:
+    for value in (10**5000, [-(10**5000)], {"k": {"n": 10**5000}}):
+        with pytest.raises(ValidationError) as info:
+            canonical_dumps(value)
+        assert info.value.reason == "invalid_json" and set(info.value.details) == {"path"}
+    with pytest.raises(ContentError):
+        c.function_call("f", {"n": 10**5000})
+
+
+def test_deep_values_are_validation_errors_not_recursion_errors() -> None:
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(ValidationError) as info:
+        canonical_dumps(deep)
+    assert info.value.reason == "invalid_json"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "x\x00", "\ud800", object(), 10**5000],
+                         ids=["nan", "inf", "nul", "surrogate", "object", "huge-int"])
+def test_error_paths_never_name_the_values_keys(bad: Any) -> None:
+    value = {"ok": 1, SECRET_KEY: {"inner-" + SECRET_KEY: [0, {"deeper-" + SECRET_KEY: bad}]}}
+    with pytest.raises(ValidationError) as info:
+        check_json_safe(value)
+    assert info.value.details["path"] == "$.<key#1>.<key#0>[1].<key#0>"
+    _assert_not_echoed(info.value, SECRET_KEY)
+    with pytest.raises(ContentError) as content_info:
+        c.function_call("f", value)
+    _assert_not_echoed(content_info.value, SECRET_KEY)
+
+
+@pytest.mark.parametrize("bad_key", [1, None, (1, 2), "x\x00", "\ud800"], ids=repr)
+def test_bad_keys_are_reported_by_position(bad_key: Any) -> None:
+    with pytest.raises(ValidationError) as info:
+        check_json_safe({SECRET_KEY: 1, bad_key: 2})
+    assert info.value.details["path"] == "$.<key#1>"
+    _assert_not_echoed(info.value, SECRET_KEY)
+
+
+def test_max_json_depth_is_inclusive() -> None:
+    exact, over = _nested(MAX_JSON_DEPTH), _nested(MAX_JSON_DEPTH + 1)
+    assert copy_json(exact)[0] == json.loads(json.dumps(exact))
+    with pytest.raises(ValidationError) as info:
+        copy_json(over)
+    assert info.value.reason == "limit_exceeded" and info.value.details["max"] == MAX_JSON_DEPTH
+    # Function-call args count their own object as the first level.
+    assert c.function_call("f", {"a": _nested(MAX_JSON_DEPTH - 1)}).args
+    with pytest.raises(ContentError) as content_info:
+        c.function_call("f", {"a": _nested(MAX_JSON_DEPTH)})
+    assert content_info.value.reason == "limit_exceeded"
+
+
+def test_call_id_limit_is_inclusive() -> None:
+    assert MAX_CALL_ID_CHARS == 256
+    assert c.function_call("f", {}, id="i" * MAX_CALL_ID_CHARS).id == "i" * MAX_CALL_ID_CHARS
+    assert c.function_response("f", {}, id="i" * MAX_CALL_ID_CHARS).id == "i" * MAX_CALL_ID_CHARS
+    for attempt in (lambda: c.function_call("f", {}, id="i" * (MAX_CALL_ID_CHARS + 1)),
+                    lambda: c.function_response("f", {}, id="i" * (MAX_CALL_ID_CHARS + 1)),
+                    lambda: c.function_call("f", {}, id="\ud800")):
+        with pytest.raises(ContentError) as info:
+            attempt()
+        assert info.value.reason == "invalid_call_id"
+
+
+any_text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=10) | st.sampled_from(SURROGATES)
+huge_ints = st.builds(lambda e, sign: sign * 10**e, st.sampled_from([309, 400, 4299, 5000]), st.sampled_from([1, -1]))
+scalars = (st.none() | st.booleans() | st.integers() | huge_ints | st.floats() | any_text
+           | st.sampled_from([b"x", object()]))
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner)
+                      | st.dictionaries(any_text | st.integers(), inner, max_size=4), max_leaves=20)
+
+
+@settings(max_examples=400, deadline=None)
+@given(values)
+def test_canonical_json_raises_only_validation_errors_and_always_encodes(value: Any) -> None:
+    try:
+        text = canonical_dumps(value)
+    except ValidationError as exc:
+        assert exc.reason == "invalid_json" and ("path" in exc.details or "error" in exc.details)
+        return
+    text.encode("utf-8")  # never a UnicodeEncodeError once accepted
+    assert canonical_dumps(canonical_loads(text)) == text
