@@ -14,6 +14,7 @@ from typing import Any
 
 from adk_actors.admission.actor import ADMISSION_NAME
 from adk_actors.admission.logic import AdmissionConfig
+from adk_actors.runs.actor import INDEX_NAME as RUN_INDEX
 from adk_actors.runtime import children as runtime_children
 from adk_actors.runtime.supervisor import ChildSpec
 from adk_actors.runtime.system import ActorSystemHandle
@@ -30,14 +31,15 @@ COMPOSER = "adk_actors.node"
 
 
 def node_children(settings: Settings) -> tuple[ChildSpec, ...]:
-    """The runtime's children plus admission control and the session store actor (memory backend)."""
+    """The runtime's children plus admission control, the run index and the session store (memory backend)."""
     admission = AdmissionConfig(global_limit=settings.global_limit,
                                 default_agent_limit=settings.default_agent_limit,
                                 agent_limits=dict(settings.agent_limits), overflow=settings.overflow,
                                 max_queue=settings.max_queue, default_queue_timeout=settings.default_queue_timeout)
     extra: tuple[ChildSpec, ...] = (
         ChildSpec(id=ADMISSION_NAME, actor="adk_actors.admission.actor.AdmissionControl", args=admission,
-                  register_as=ADMISSION_NAME, shutdown=5.0),)
+                  register_as=ADMISSION_NAME, shutdown=5.0),
+        ChildSpec(id=RUN_INDEX, actor="adk_actors.runs.index.RunIndex", register_as=RUN_INDEX, shutdown=5.0))
     if settings.session_backend == "memory":
         extra += (ChildSpec(id=STORE_NAME, actor="adk_actors.sessions.actor.SessionStoreActor",
                             register_as=STORE_NAME, shutdown=5.0),)

@@ -53,6 +53,7 @@ from adk_actors.settings import Settings, load_settings
 
 __all__ = [
     "ActorSystemHandle",
+    "Endpoint",
     "attach",
     "current_system",
     "group_pids",
@@ -217,6 +218,14 @@ class ActorSystemHandle:
         job = RunJob(fn=callable_ref(fn), args=args, kwargs=kwargs, deadline=deadline, job_class=job_class)
         return self.ask("workers", job, timeout + JOB_REPLY_GRACE_S)
 
+    def open_endpoint(self) -> Endpoint:
+        """A private endpoint kept open by the caller (for streams that receive many messages); close it."""
+        return Endpoint(self, _ExternalContext(self._system()._systemBase.external_clone()))
+
+    def host_entry(self, host_id: int, deadline: float | None = None) -> Resolved:
+        """The registry entry of host ``host_id`` (its address and pid)."""
+        return self.resolve_entry(host_name(host_id), deadline)
+
     def _context(self) -> tuple[Any, bool]:
         """The endpoint for one ask: fresh (closed after the ask) or this thread's (kept; see the setting)."""
         if self.settings.facade_endpoints == "per_call":
@@ -236,12 +245,13 @@ class ActorSystemHandle:
             self._local.endpoint = None
 
     def ask_address(self, address: Any, request: Any, deadline: float, monitor_pid: int = 0,
-                    wrap: Any = None) -> Any:
+                    wrap: Any = None, endpoint: Any = None) -> Any:
         """Ask one address. With ``monitor_pid`` the target process is monitored during the wait, as OTP's
         ``gen_server:call`` does: if it dies the call fails at once with ``ActorCrashed(reason="noproc")``.
+        ``endpoint`` (an :class:`Endpoint`'s context) sends from that endpoint instead of a fresh one.
         """
         call_id = uuid.uuid4().hex
-        context, fresh = self._context()
+        context, fresh = (endpoint, False) if endpoint is not None else self._context()
         failed = True
         try:
             message: Any = Call(call_id=call_id, request=request, deadline=deadline)
@@ -277,7 +287,7 @@ class ActorSystemHandle:
         finally:
             if fresh:
                 context.exit_clone()
-            elif failed:
+            elif failed and endpoint is None:
                 self._discard_context()  # after a timeout or a transport error, start the next ask clean
 
     def resolve(self, name: str, deadline: float | None = None) -> Any:
@@ -392,6 +402,39 @@ class ActorSystemHandle:
             global _default
             if _default is self:
                 _default = None
+
+
+class Endpoint:
+    """A caller-owned endpoint: asks from it, and messages sent to it by actors (``listen``)."""
+
+    def __init__(self, handle: ActorSystemHandle, context: Any) -> None:
+        self.handle = handle
+        self.context = context
+        self.closed = False
+
+    def ask_inner(self, ref: LocalRef, request: Any, deadline: float) -> Any:
+        """Ask an inner actor from this endpoint (its replies and later messages come back here)."""
+        host = self.handle.host_entry(ref.host_id, deadline)
+        return self.handle.ask_address(host.address, request, deadline,
+                                       monitor_pid=host.pid if host.hostname == _HOSTNAME else 0,
+                                       wrap=lambda call: ToInner(local_id=ref.local_id, message=call),
+                                       endpoint=self.context)
+
+    def listen(self, timeout: float) -> Any:
+        """The next message sent to this endpoint, or None after ``timeout`` seconds."""
+        return self.context.listen(max(0.0, timeout))
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            with contextlib.suppress(Exception):
+                self.context.exit_clone()
+
+    def __enter__(self) -> Endpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class _Endpoint:

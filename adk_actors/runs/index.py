@@ -1,0 +1,147 @@
+"""The run index: one tier-1 actor per node (registered ``runs``) that knows every run's host and outcome.
+
+Run actors live inside hosts; a host that dies takes its runs with it. The index holds a pidfd for every host
+that has live runs, so when one dies (SIGKILL included) every run it was executing gets exactly one
+``Failed(reason="host_lost")``, and callers that were waiting on those runs (``IndexWait``) get it at once.
+Finished runs are kept for their ``retention_ms``.
+
+Accepts: tells ``RunStarted`` / ``RunFinished`` (from run actors); calls ``IndexLookup``, ``IndexWait``,
+``GetStatus``, ``Ping``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from adk_actors.errors import RunNotFound
+from adk_actors.runs.logic import Failed
+from adk_actors.runs.messages import IndexLookup, IndexWait, RunFinished, RunStarted
+from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
+
+__all__ = ["RunIndex"]
+
+
+@dataclass(slots=True)
+class _Entry:
+    run_id: str
+    host_id: int
+    host_pid: int
+    retention_ms: int
+    parent_run_id: str
+    started_at: float = field(default_factory=time.time)
+    outcome: Any = None
+    finished_at: float = 0.0
+    waiters: list[CallCtx] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Purge:
+    run_id: str
+
+
+class RunIndex(GenServer):
+    """Where every run lives and how it ended; see the module docstring."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.entries: dict[str, _Entry] = {}
+        self.pidfds: dict[int, int] = {}
+        self.host_lost = 0
+
+    def handle_info(self, message: Any, sender: Any) -> None:
+        if isinstance(message, RunStarted):
+            if message.run_id not in self.entries:
+                self.entries[message.run_id] = _Entry(message.run_id, message.host_id, message.host_pid,
+                                                      message.retention_ms, message.parent_run_id)
+                self._watch(message.host_pid)
+        elif isinstance(message, RunFinished):
+            entry = self.entries.get(message.run_id)
+            if entry is not None:
+                self._finish(entry, message.outcome)
+        else:
+            super().handle_info(message, sender)
+
+    def handle_call(self, request: Any, ctx: CallCtx) -> Any:
+        if isinstance(request, IndexLookup):
+            entry = self._entry(request.run_id)
+            return {"run_id": entry.run_id, "host_id": entry.host_id, "outcome": entry.outcome,
+                    "started_at": entry.started_at, "finished_at": entry.finished_at or None,
+                    "parent_run_id": entry.parent_run_id or None,
+                    "state": "running" if entry.outcome is None else type(entry.outcome).__name__.lower()}
+        if isinstance(request, IndexWait):
+            entry = self._entry(request.run_id)
+            if entry.outcome is not None:
+                return entry.outcome
+            entry.waiters.append(ctx)
+            return DEFERRED
+        return super().handle_call(request, ctx)
+
+    def _entry(self, run_id: str) -> _Entry:
+        entry = self.entries.get(run_id)
+        if entry is None:
+            raise RunNotFound("no such run (or past its retention)", details={"run_id": run_id})
+        return entry
+
+    def _finish(self, entry: _Entry, outcome: Any) -> None:
+        if entry.outcome is not None:
+            return  # exactly one terminal outcome
+        entry.outcome, entry.finished_at = outcome, time.time()
+        for ctx in entry.waiters:
+            self.reply(ctx, outcome)
+        entry.waiters.clear()
+        self.start_timer(entry.retention_ms / 1000.0, _Purge(entry.run_id))
+        self._unwatch_idle()
+
+    def handle_timer(self, message: Any) -> None:
+        if isinstance(message, _Purge):
+            self.entries.pop(message.run_id, None)
+            return
+        super().handle_timer(message)
+
+    # ---- host monitoring ----------------------------------------------------------------------------------
+    def _watch(self, pid: int) -> None:
+        if pid in self.pidfds:
+            return
+        try:
+            self.pidfds[pid] = os.pidfd_open(pid)
+        except (ProcessLookupError, OSError):
+            self._host_died(pid)
+
+    def _unwatch_idle(self) -> None:
+        live = {e.host_pid for e in self.entries.values() if e.outcome is None}
+        for pid in [p for p in self.pidfds if p not in live]:
+            with contextlib.suppress(OSError):
+                os.close(self.pidfds.pop(pid))
+
+    def watch_fds(self) -> list[int]:
+        return list(self.pidfds.values())
+
+    def handle_ready(self, fds: list[int]) -> None:
+        for pid, fd in list(self.pidfds.items()):
+            if fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                del self.pidfds[pid]
+                self._host_died(pid)
+
+    def _host_died(self, pid: int) -> None:
+        lost = [e for e in self.entries.values() if e.host_pid == pid and e.outcome is None]
+        if lost:
+            self.log.warning("host lost with runs in flight", host_pid=pid, runs=len(lost))
+        for entry in lost:
+            self.host_lost += 1
+            self._finish(entry, Failed("host_lost", {"host_id": entry.host_id}))
+
+    def terminate(self, reason: str) -> None:
+        for fd in self.pidfds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def status(self) -> dict[str, Any]:
+        running = sum(1 for e in self.entries.values() if e.outcome is None)
+        return {"kind": "run_index", "runs": len(self.entries), "running": running, "host_lost": self.host_lost,
+                "watched_hosts": len(self.pidfds)}
