@@ -9,8 +9,6 @@ Decisions are the pure logic of ``admission/logic.py``.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 from adk_actors.admission.logic import AdmissionConfig, AdmissionState, Grant, Reject, Waiting
 from adk_actors.admission.messages import Acquire, Release
 from adk_actors.errors import PolicyDenied
+from adk_actors.runtime.pidwatch import PidWatch
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
 __all__ = ["ADMISSION_NAME", "AdmissionControl"]
@@ -37,7 +36,7 @@ class AdmissionControl(GenServer):
         super().__init__(*args, **kwargs)
         self.state = AdmissionState(AdmissionConfig())
         self.waiters: dict[str, CallCtx] = {}
-        self.pidfds: dict[int, int] = {}  # owner pid -> pidfd
+        self.owners = PidWatch()
 
     def init(self, args: Any) -> Any:
         if isinstance(args, AdmissionConfig):
@@ -98,29 +97,18 @@ class AdmissionControl(GenServer):
 
     # ---- owner monitoring -----------------------------------------------------------------------------------
     def _watch(self, pid: int) -> None:
-        if pid <= 0 or pid in self.pidfds:
-            return
-        try:
-            self.pidfds[pid] = os.pidfd_open(pid)
-        except (ProcessLookupError, OSError):
+        if not self.owners.watch(pid):
             self._owner_exited(pid)
 
     def _unwatch_idle(self) -> None:
-        owners = self.state.owners()
-        for pid in [p for p in self.pidfds if p not in owners]:
-            with contextlib.suppress(OSError):
-                os.close(self.pidfds.pop(pid))
+        self.owners.keep_only(self.state.owners())
 
     def watch_fds(self) -> list[int]:
-        return list(self.pidfds.values())
+        return self.owners.fds()
 
     def handle_ready(self, fds: list[int]) -> None:
-        for pid, fd in list(self.pidfds.items()):
-            if fd in fds:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-                del self.pidfds[pid]
-                self._owner_exited(pid)
+        for pid in self.owners.exited(fds):
+            self._owner_exited(pid)
 
     def _owner_exited(self, pid: int) -> None:
         released, dropped, grants = self.state.owner_exited(pid)
@@ -132,10 +120,7 @@ class AdmissionControl(GenServer):
         self._grant(grants)
 
     def terminate(self, reason: str) -> None:
-        for fd in self.pidfds.values():
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.pidfds.clear()
+        self.owners.close()
 
     def status(self) -> dict[str, Any]:
-        return {"kind": "admission", **self.state.snapshot(), "watched_owners": len(self.pidfds)}
+        return {"kind": "admission", **self.state.snapshot(), "watched_owners": len(self.owners)}

@@ -11,8 +11,6 @@ Accepts: tells ``RunStarted`` / ``RunFinished`` (from run actors); calls ``Index
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +18,7 @@ from typing import Any
 from adk_actors.errors import RunNotFound
 from adk_actors.runs.logic import Failed
 from adk_actors.runs.messages import IndexLookup, IndexWait, RunFinished, RunStarted
+from adk_actors.runtime.pidwatch import PidWatch
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
 __all__ = ["RunIndex"]
@@ -49,7 +48,7 @@ class RunIndex(GenServer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.entries: dict[str, _Entry] = {}
-        self.pidfds: dict[int, int] = {}
+        self.hosts = PidWatch()
         self.host_lost = 0
 
     def handle_info(self, message: Any, sender: Any) -> None:
@@ -104,29 +103,18 @@ class RunIndex(GenServer):
 
     # ---- host monitoring ----------------------------------------------------------------------------------
     def _watch(self, pid: int) -> None:
-        if pid in self.pidfds:
-            return
-        try:
-            self.pidfds[pid] = os.pidfd_open(pid)
-        except (ProcessLookupError, OSError):
+        if not self.hosts.watch(pid):
             self._host_died(pid)
 
     def _unwatch_idle(self) -> None:
-        live = {e.host_pid for e in self.entries.values() if e.outcome is None}
-        for pid in [p for p in self.pidfds if p not in live]:
-            with contextlib.suppress(OSError):
-                os.close(self.pidfds.pop(pid))
+        self.hosts.keep_only(e.host_pid for e in self.entries.values() if e.outcome is None)
 
     def watch_fds(self) -> list[int]:
-        return list(self.pidfds.values())
+        return self.hosts.fds()
 
     def handle_ready(self, fds: list[int]) -> None:
-        for pid, fd in list(self.pidfds.items()):
-            if fd in fds:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-                del self.pidfds[pid]
-                self._host_died(pid)
+        for pid in self.hosts.exited(fds):
+            self._host_died(pid)
 
     def _host_died(self, pid: int) -> None:
         lost = [e for e in self.entries.values() if e.host_pid == pid and e.outcome is None]
@@ -137,11 +125,9 @@ class RunIndex(GenServer):
             self._finish(entry, Failed("host_lost", {"host_id": entry.host_id}))
 
     def terminate(self, reason: str) -> None:
-        for fd in self.pidfds.values():
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        self.hosts.close()
 
     def status(self) -> dict[str, Any]:
         running = sum(1 for e in self.entries.values() if e.outcome is None)
         return {"kind": "run_index", "runs": len(self.entries), "running": running, "host_lost": self.host_lost,
-                "watched_hosts": len(self.pidfds)}
+                "watched_hosts": len(self.hosts)}
