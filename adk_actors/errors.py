@@ -33,6 +33,7 @@ unpickles, including those with keyword-only constructors, because errors cross 
     ├── PolicyDenied                       runtime policy or admission refused the work
     ├── RunError                           stable runs
     │   └── RunNotFound                    reason not_found
+    ├── RetryExhausted                     retry.execute ran out of attempts or time (last error in details)
     └── WorkflowError                      workflow compilation / execution
 """
 
@@ -56,6 +57,7 @@ __all__ = [
     "ProviderError",
     "ProviderHttpError",
     "RateLimited",
+    "RetryExhausted",
     "RunError",
     "RunNotFound",
     "RuntimeFailure",
@@ -295,6 +297,13 @@ class RunNotFound(RunError):
     """No run with that id exists (or it was retained past its lifetime)."""
 
     default_reason = "not_found"
+
+
+class RetryExhausted(AdkError):
+    """Every attempt failed (``retry_exhausted``) or the total deadline passed (``retry_deadline``);
+    ``details["last_error"]`` is the last attempt's error as a dict."""
+
+    default_reason = "retry_exhausted"
 
 
 class WorkflowError(AdkError):

@@ -8,7 +8,7 @@ import socket
 
 from adk_actors.runtime.system import group_pids, port_listening
 
-__all__ = ["free_port", "group_pids", "port_listening", "reserved_port"]
+__all__ = ["CrossProcessCounter", "free_port", "group_pids", "port_listening", "reserved_port"]
 
 # Admin ports for tests come from a range below the kernel's ephemeral range (32768-60999 by default), so an
 # outgoing connection can never be handed a port a test is about to listen on.
@@ -37,3 +37,34 @@ def reserved_port(rng: random.Random | None = None) -> int:
                 continue
         return port
     raise RuntimeError("no free port in the reserved test range")
+
+
+class CrossProcessCounter:
+    """A counter shared by every process on this machine through a locked file (picklable: it is its path).
+
+    Closures run in worker processes *by value*, so a captured ``int`` cannot count attempts; this can.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+
+    def incr(self, by: int = 1) -> int:
+        """Add ``by`` and return the new value (atomic across processes)."""
+        import fcntl
+
+        with open(self.path, "a+") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            fh.seek(0)
+            value = int(fh.read() or 0) + by
+            fh.seek(0)
+            fh.truncate()
+            fh.write(str(value))
+            return value
+
+    @property
+    def value(self) -> int:
+        try:
+            with open(self.path) as fh:
+                return int(fh.read() or 0)
+        except FileNotFoundError:
+            return 0
