@@ -8,9 +8,22 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from adk_actors.agents import (
+    AgentRef,
+    AgentTool,
+    delegate,
+    invoke,
+    loop,
+    parallel,
+    prompt,
+    sequential,
+    spawn_agent,
+    stop_agent,
+)
 from adk_actors.errors import (
     ActorCrashed,
     AdkError,
+    AgentError,
     AskTimeout,
     ConfigError,
     SystemNotRunning,
@@ -25,6 +38,9 @@ __all__ = [
     "ActorCrashed",
     "ActorSystemHandle",
     "AdkError",
+    "AgentError",
+    "AgentRef",
+    "AgentTool",
     "AskTimeout",
     "ConfigError",
     "LocalRef",
@@ -34,9 +50,17 @@ __all__ = [
     "__version__",
     "attach",
     "current_system",
+    "delegate",
+    "invoke",
     "load_settings",
+    "loop",
     "open_actor_system",
+    "parallel",
+    "prompt",
+    "sequential",
     "session_service",
+    "spawn_agent",
     "start",
     "stop",
+    "stop_agent",
 ]

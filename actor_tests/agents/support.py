@@ -1,0 +1,62 @@
+"""Tools used by the agent tests (module level, so workers import them by name)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from adk_actors.tools import FunctionTool, ToolContext
+
+
+def get_weather(city: str) -> dict:
+    """Get the weather for a city.
+
+    Args:
+        city: The city name.
+    """
+    return {"city": city, "forecast": "sunny"}
+
+
+def explode(city: str) -> dict:
+    """Get the weather for a city (always fails)."""
+    raise RuntimeError(f"secret internal detail for {city}")
+
+
+def hang(city: str) -> dict:
+    """Get the weather for a city (never returns in time)."""
+    time.sleep(3600)
+    return {"city": city}
+
+
+def record(city: str, tool_context: ToolContext) -> dict:
+    """Record the call start and end in the journal named by the city argument (a file path)."""
+    path = Path(city)
+    with path.open("a") as fh:
+        fh.write(f"start {tool_context.function_call_id}\n")
+    time.sleep(0.2)  # widens the window in which an unwanted overlap would show in the journal
+    with path.open("a") as fh:
+        fh.write(f"end {tool_context.function_call_id}\n")
+    return {"ok": True}
+
+
+def weather_tool() -> FunctionTool:
+    return FunctionTool(get_weather)
+
+
+def whoami(city: str, tool_context: ToolContext) -> dict:
+    """Report what the tool context carries."""
+    return {"city": city, "user": tool_context.state.get("user:name"), "agent_is_set": bool(tool_context.agent_name),
+            "session": tool_context.session_id}
+
+
+def greeting_provider(scope: dict) -> str:
+    """A dynamic instruction provider (runs in a worker)."""
+    return f"Greet {scope['state'].get('user:name', 'stranger')} on behalf of {scope['agent']}."
+
+
+def team_provider(scope: dict) -> str:
+    return f"Team root for {scope['session_id'] or 'no session'}."
+
+
+def failing_provider(scope: dict) -> str:
+    raise KeyError("private detail")

@@ -1,0 +1,54 @@
+"""Agent callbacks by importable name, run in workers: observe, halt, replace; broken callbacks never crash."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from adk_actors.agents import prompt
+from adk_actors.emulator import Emulator
+from adk_actors.runtime.system import ActorSystemHandle
+from adk_actors.tools import FunctionTool
+
+from .conftest import Spawner, config_for, unique
+from .support import get_weather
+
+MOD = "actor_tests.agents.callbacks_for_tests"
+
+
+def test_an_audit_callback_sees_model_and_tool_hooks_without_secrets(
+        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, tmp_path: Path) -> None:
+    journal = tmp_path / "audit.jsonl"
+    agent = spawn(unique("Audited"), config_for(emu, callbacks=[f"{MOD}:Audit"],
+                                                callback_config={"journal": str(journal)}),
+                  [FunctionTool(get_weather)])
+    assert prompt(agent, "What is the weather in Tokyo?", system=system, timeout=30).startswith("The weather")
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [line["hook"] for line in lines] == ["before_model", "after_model", "before_model", "after_model"]
+    assert lines[0]["tools"] == 1 and lines[1]["calls"] == 1 and lines[3]["text"].startswith("The weather")
+    assert lines[0]["config_keys"] == ["agent", "callback_config", "generation_config", "model", "provider"]
+    assert "test-key" not in journal.read_text()
+
+
+def test_a_before_model_halt_answers_without_the_provider(
+        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    agent = spawn(unique("Halted"), config_for(emu, callbacks=[f"{MOD}:Halt"]))
+    assert prompt(agent, "hi", system=system) == "cached answer"
+    assert emu.requests == []
+
+
+def test_replace_rewrites_tool_arguments_tool_results_and_the_answer(
+        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    agent = spawn(unique("Rewritten"), config_for(emu, callbacks=[f"{MOD}:Rewrite"]), [FunctionTool(get_weather)])
+    answer = prompt(agent, "What is the weather in Tokyo?", system=system, timeout=30)
+    # The model asked about Tokyo ({args.city} echoes its call); the tool ran on Paris and its result was replaced.
+    assert answer == "THE WEATHER IN TOKYO IS CITY: PARIS, FORECAST: RAINY."
+
+
+def test_broken_callbacks_are_skipped_and_the_agent_answers(
+        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    agent = spawn(unique("Robust"), config_for(emu, callbacks=[f"{MOD}:Broken", f"{MOD}:Rewrite"]),
+                  [FunctionTool(get_weather)])
+    answer = prompt(agent, "What is the weather in Tokyo?", system=system, timeout=30)
+    assert answer == "THE WEATHER IN TOKYO IS CITY: PARIS, FORECAST: RAINY."  # the next callback still ran
+    assert "private" not in json.dumps(emu.requests[-1]["body"])

@@ -1,0 +1,619 @@
+"""The agent actor: a tier-2 ``GenServer`` that runs turns of the model/tool loop without ever blocking.
+
+Accepts (calls):
+
+* :class:`~adk_actors.agents.messages.Prompt` — a compatibility-conversation turn (history kept here; all prompts
+  of an agent form one FIFO lane); answered with the output (``str``, or a content dict for non-text answers).
+* :class:`~adk_actors.agents.messages.Invoke` — a turn with fresh history in the FIFO lane of its
+  ``(app_name, user_id, session_id)`` scope; different lanes overlap up to ``max_concurrent_invocations``.
+* :class:`~adk_actors.agents.messages.Describe`, :class:`~adk_actors.agents.messages.GetHistory`, ``Ping``,
+  ``GetStatus``.
+
+Emits: ``Call(Invoke)`` to sub-agents and ``AgentTool`` targets (by registered name, so a restarted one is found),
+``RunJob`` calls to the worker pool (tools with their tool callbacks, model callbacks, dynamic instruction
+providers), blocking calls on the host's I/O threads (the provider; the ``session_id`` conversation load/save).
+
+One turn: model call → if the answer holds function calls, each call is resolved and its arguments validated
+(failures become failed function responses the model sees), tools run in workers (``parallel_safe`` neighbours
+concurrently, others one at a time), sub-agents are invoked → the function responses go back to the model; at
+most ``max_tool_rounds`` rounds. The model's content is appended to history verbatim (thought signatures and call
+ids echoed). Each model/tool/sub-agent call is bounded by ``agent_call_timeout``, the whole turn by
+``agent_turn_timeout``. A tool's failure never fails the turn; a provider failure does. When the agent exits
+(stopped or crashed), every running and queued turn is answered with ``ActorCrashed(reason="agent_exited")``.
+Admission is :class:`~adk_actors.agents.lanes.Lanes`; the turn's steps are the ``_on_*`` continuations below.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from adk_actors.agents.instructions import render_template
+from adk_actors.agents.lanes import Lanes
+from adk_actors.agents.messages import Describe, GetHistory, Invoke, Prompt
+from adk_actors.agents.spec import LEGACY_APP, MAX_TREE_DEPTH, AgentSpec, compile_spec_catalog
+from adk_actors.agents.toolexec import CONFIRMATION_REASON
+from adk_actors.content.canonical import canonical_dumps
+from adk_actors.content.json_values import copy_json
+from adk_actors.content.parts import FunctionCallPart
+from adk_actors.errors import (
+    ActorCrashed,
+    AdkError,
+    AgentError,
+    AskTimeout,
+    ConfigError,
+    ContentError,
+    SchemaError,
+    SessionNotFound,
+    ToolError,
+    ValidationError,
+)
+from adk_actors.models import ModelResponse, as_response, generate_response
+from adk_actors.runtime.callables import CallableRef
+from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
+from adk_actors.schema import compile_schema
+from adk_actors.secrets import prune_secrets
+from adk_actors.tools import failed_function_response, tool_result_response
+
+__all__ = ["AgentActor"]
+
+_EXECUTE_TOOL = CallableRef.by_name("adk_actors.agents.toolexec.execute_tool")
+_RUN_HOOK = CallableRef.by_name("adk_actors.agents.callbacks.run_hook")
+_RESOLVE = CallableRef.by_name("adk_actors.agents.instructions.resolve_instructions")
+_COMPAT_LANE = "prompt"
+
+
+def _generate(token: Any, config: dict[str, Any], history: list[dict[str, Any]],
+              tools: list[dict[str, Any]]) -> ModelResponse:
+    """The blocking provider call (runs on an I/O thread of the host)."""
+    return generate_response(config, history, tools, cancel=token)
+
+
+@dataclass(slots=True)
+class _Turn:
+    ctx: CallCtx
+    lane: str
+    compat: bool
+    input: Any
+    ancestry: tuple[str, ...]
+    scope: dict[str, str]
+    state: dict[str, Any] = field(default_factory=dict)
+    root_global: Any = None
+    config: dict[str, Any] = field(default_factory=dict)
+    invocation_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    deadline: float = 0.0
+    rounds: int = 0
+    done: bool = False
+    answered: bool = False
+    dispatching: bool = False
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    responses: list[dict[str, Any] | None] = field(default_factory=list)
+    groups: deque[list[int]] = field(default_factory=deque)
+    outstanding: int = 0
+
+
+def _load(token: Any, service: Any, agent: str, key: str) -> list[Any]:
+    """Load a saved compatibility conversation (an I/O thread); nothing saved yet is an empty history."""
+    try:
+        return list(service.load_conversation(LEGACY_APP, agent, key))
+    except SessionNotFound:
+        return []
+
+
+def _save(token: Any, service: Any, agent: str, key: str, history: list[Any]) -> None:
+    service.save_conversation(LEGACY_APP, agent, key, history)
+
+
+def _action(decision: Any, error: AdkError | None) -> tuple[str, Any]:
+    """A callback job's decision; a failed job or a malformed answer means ``continue``."""
+    if error is not None or not isinstance(decision, dict):
+        return "continue", None
+    return str(decision.get("action", "continue")), decision.get("value")
+
+
+def _as_response(value: str | dict[str, Any]) -> ModelResponse:
+    try:
+        return as_response(value)
+    except (TypeError, AdkError):
+        return as_response("")
+
+
+def _replaced(response: ModelResponse, decision: Any, error: AdkError | None) -> ModelResponse:
+    action, value = _action(decision, error)
+    if action == "replace" and isinstance(value, str | dict):
+        return _as_response(value)
+    return response
+
+
+def _ms(value: int | None) -> float:
+    return float("inf") if value is None else value / 1000.0
+
+
+class AgentActor(GenServer):
+    """One agent; see the module docstring."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.spec: AgentSpec | None = None
+        self.declarations: list[dict[str, Any]] = []
+        self.tools: dict[str, Any] = {}
+        self.sub_names: frozenset[str] = frozenset()
+        self.history: list[dict[str, Any]] = []
+        self.lanes: Lanes[_Turn] = Lanes(32)
+        self.turns_done = 0
+        self.loaded = True
+        self.admitting = False
+
+    # ---- lifecycle ----------------------------------------------------------------------------------------------
+    def init(self, args: Any) -> Any:
+        if not isinstance(args, AgentSpec):
+            raise ConfigError("an agent actor needs an AgentSpec", reason="invalid_agent_spec")
+        self.spec = args
+        self.catalog, self.declarations = compile_spec_catalog(args)
+        self.tools = {t.name: t for t in args.tools}
+        self.sub_names = frozenset(args.sub_agent_names())
+        self.loaded = args.session_id is None
+        self.lanes = Lanes(args.max_concurrent_invocations)
+        return None
+
+    def terminate(self, reason: str) -> None:
+        """Answer every running and queued turn: the agent is exiting (stopped or crashed)."""
+        for turn in list(self.lanes.drain()):
+            turn.done = True
+            if not turn.answered:
+                self._answer(turn, None, ActorCrashed("the agent exited during the turn", reason="agent_exited",
+                                                 details={"agent": self.spec.name if self.spec else "?",
+                                                          "why": reason}))
+
+    def status(self) -> dict[str, Any]:
+        return {"kind": "agent", "agent": self.spec.name if self.spec else None, "active": len(self.lanes.active),
+                "queued": self.lanes.queued(), "turns_done": self.turns_done,
+                "history_entries": len(self.history)}
+
+    # ---- calls ----------------------------------------------------------------------------------------------------
+    def handle_call(self, request: Any, ctx: CallCtx) -> Any:
+        spec = self.spec
+        assert spec is not None
+        if isinstance(request, Prompt):
+            self._enqueue(_Turn(ctx=ctx, lane=_COMPAT_LANE, compat=True, input=request.input, ancestry=(),
+                                scope={}))
+            return DEFERRED
+        if isinstance(request, Invoke):
+            if spec.name in request.ancestry:
+                raise AgentError("the agent is already running in this invocation", reason="agent_cycle",
+                                 details={"agent": spec.name})
+            if len(request.ancestry) >= MAX_TREE_DEPTH:
+                raise AgentError("delegation is too deep", reason="tree_too_deep", details={"max": MAX_TREE_DEPTH})
+            scope = {"app_name": request.app_name, "user_id": request.user_id, "session_id": request.session_id}
+            lane = (canonical_dumps([request.app_name, request.user_id, request.session_id])
+                    if request.session_id else f"invoke:{uuid.uuid4().hex}")
+            self._enqueue(_Turn(ctx=ctx, lane=lane, compat=False, input=request.input,
+                                ancestry=tuple(request.ancestry), scope=scope, state=dict(request.state),
+                                root_global=request.root_global_instruction))
+            return DEFERRED
+        if isinstance(request, Describe):
+            return {"name": spec.name, "description": spec.description, "sub_agents": list(spec.sub_agent_names()),
+                    "tools": [t.name for t in spec.tools]}
+        if isinstance(request, GetHistory):
+            return copy_json(self.history)[0]
+        return super().handle_call(request, ctx)
+
+    # ---- lanes and admission ------------------------------------------------------------------------------------
+    def _enqueue(self, turn: _Turn) -> None:
+        self.lanes.add(turn.lane, turn)
+        self._admit()
+
+    def _admit(self) -> None:
+        if self.admitting:  # a turn finished while being started: the outer loop goes on
+            return
+        self.admitting = True
+        try:
+            while (admitted := self.lanes.next()) is not None:
+                self._start(admitted[1])
+        finally:
+            self.admitting = False
+
+    def _release(self, turn: _Turn) -> None:
+        self.lanes.release(turn.lane, turn)
+        self._admit()
+
+    # ---- the turn -------------------------------------------------------------------------------------------------
+    def _start(self, turn: _Turn) -> None:
+        spec = self.spec
+        assert spec is not None
+        now = time.monotonic()
+        if now > turn.ctx.deadline:  # the asker gave up while the turn was queued
+            turn.done = turn.answered = True
+            self._release(turn)
+            return
+        turn.deadline = min(turn.ctx.deadline, now + _ms(spec.turn_timeout_ms))
+        if turn.compat and not self.loaded:
+            self._load_conversation(turn)
+            return
+        self._begin(turn)
+
+    def _load_conversation(self, turn: _Turn) -> None:
+        """Load the persisted conversation (``session_id``) before the first compatibility turn runs."""
+        spec = self.spec
+        assert spec is not None
+        self.io_call(_load, (spec.session_service, spec.name, spec.session_id),
+                     min(turn.deadline, time.monotonic() + _ms(spec.call_timeout_ms)),
+                     lambda value, error: self._on_loaded(turn, value, error))
+
+    def _on_loaded(self, turn: _Turn, value: Any, error: AdkError | None) -> None:
+        if turn.done:
+            return
+        if error is not None:
+            self._finish(turn, None, error)  # the next turn tries again
+            return
+        self.loaded = True
+        self.history = list(value)
+        self._begin(turn)
+
+    def _begin(self, turn: _Turn) -> None:
+        spec = self.spec
+        assert spec is not None
+        try:
+            user_content = self._check_input(turn.input)
+        except AdkError as err:
+            self._finish(turn, None, err)
+            return
+        prior = self.history if turn.compat and spec.history_policy == "include" else []
+        turn.history = [*prior, {"role": "user", "content": user_content}]
+        local, global_ = self._instruction_sources(turn)
+        if isinstance(local, CallableRef) or isinstance(global_, CallableRef):
+            deadline = self._bounded(turn)
+            if deadline is None:
+                return
+            scope = {"agent": spec.name, **turn.scope, "state": copy_json(prune_secrets(turn.state))[0]}
+            self.run_job(_RESOLVE, (local if isinstance(local, CallableRef) else None,
+                                    global_ if isinstance(global_, CallableRef) else None, scope), deadline,
+                         lambda value, error: self._on_instructions(turn, value, error))
+            return
+        self._configured(turn, {})
+
+    def _on_instructions(self, turn: _Turn, value: Any, error: AdkError | None) -> None:
+        """Dynamic instruction providers answered (from a worker)."""
+        if turn.done:
+            return
+        answer = value if error is None and isinstance(value, dict) else {"error": "instruction_provider_failed"}
+        if "error" in answer:
+            details = {k: v for k, v in answer.items() if k in ("key", "type")}
+            self._finish(turn, None, AgentError("the instruction provider failed", reason=str(answer["error"]),
+                                                details=details))
+            return
+        self._configured(turn, value)
+
+    def _configured(self, turn: _Turn, resolved: dict[str, Any]) -> None:
+        try:
+            turn.config = self._turn_config(turn, resolved)
+        except AdkError as err:
+            self._finish(turn, None, err)
+            return
+        self._call_model(turn)
+
+    def _instruction_sources(self, turn: _Turn) -> tuple[Any, Any]:
+        """This turn's local and global instruction: a template ``str``, a provider ``CallableRef`` or ``None``.
+        Below a root, the root's global instruction replaces this agent's own."""
+        spec = self.spec
+        assert spec is not None
+        local = spec.instruction_provider or spec.model_config.get("instructions")
+        own_global = spec.global_instruction_provider or spec.model_config.get("global_instruction")
+        global_ = own_global if turn.root_global is None else (turn.root_global or None)
+        return local, global_
+
+    def _turn_config(self, turn: _Turn, resolved: dict[str, Any]) -> dict[str, Any]:
+        """The provider config of one turn: templates rendered against the invocation's state, providers' texts
+        (``resolved``) used as they are."""
+        spec = self.spec
+        assert spec is not None
+        config = dict(spec.model_config)
+        for key, source in zip(("instructions", "global_instruction"), self._instruction_sources(turn), strict=True):
+            if isinstance(source, CallableRef):
+                config[key] = resolved.get(key, "")
+            elif isinstance(source, str) and source:
+                config[key] = render_template(source, turn.state)
+            else:
+                config.pop(key, None)
+        return config
+
+    def _root_global(self, turn: _Turn) -> Any:
+        """The global instruction (template ``str`` or provider ``CallableRef``) delegated agents run under."""
+        assert self.spec is not None
+        if turn.root_global is not None:
+            return turn.root_global
+        own = self.spec.global_instruction_provider or self.spec.model_config.get("global_instruction")
+        return own if isinstance(own, str | CallableRef) else ""
+
+    def _check_input(self, value: Any) -> Any:
+        spec = self.spec
+        assert spec is not None
+        if not isinstance(value, str | dict):
+            raise ValidationError("agent input is a str or a content dict", reason="invalid_input",
+                                  details={"type": type(value).__name__})
+        if spec.input_schema is not None:
+            try:
+                data = json.loads(value) if isinstance(value, str) else value
+                compile_schema(spec.input_schema).validate(data, field="input")
+            except (ValueError, SchemaError):
+                raise SchemaError("the input does not satisfy the agent's input_schema",
+                                  reason="invalid_input", details={"agent": spec.name}) from None
+        return value
+
+    def _bounded(self, turn: _Turn) -> float | None:
+        """The deadline of the next step, or ``None`` (after failing the turn) when the turn's time is up."""
+        assert self.spec is not None
+        now = time.monotonic()
+        if now >= turn.deadline:
+            self._finish(turn, None, self._turn_timeout())
+            return None
+        return min(turn.deadline, now + _ms(self.spec.call_timeout_ms))
+
+    def _turn_timeout(self) -> AskTimeout:
+        assert self.spec is not None
+        return AskTimeout("the agent turn passed its deadline", reason="agent_turn_timeout",
+                          details={"agent": self.spec.name})
+
+    def _call_model(self, turn: _Turn) -> None:
+        deadline = self._bounded(turn)
+        if deadline is None:
+            return
+        assert self.spec is not None
+        if "before_model" not in self.spec.callback_hooks:
+            self._provider(turn, turn.history, deadline)
+            return
+        args = [self._callback_view(), copy_json(turn.history)[0], copy_json(self.declarations)[0]]
+        self.run_job(_RUN_HOOK, (list(self.spec.callbacks), "before_model", args), deadline,
+                     lambda value, error: self._after_before_model(turn, value, error))
+
+    def _after_before_model(self, turn: _Turn, decision: Any, error: AdkError | None) -> None:
+        if turn.done:
+            return
+        action, value = _action(decision, error)
+        if action == "halt" and isinstance(value, str | dict):
+            self._on_model(turn, _as_response(value), None)
+            return
+        history = value if action == "replace" and isinstance(value, list) and value else turn.history
+        deadline = self._bounded(turn)
+        if deadline is not None:
+            self._provider(turn, history, deadline)
+
+    def _provider(self, turn: _Turn, history: list[dict[str, Any]], deadline: float) -> None:
+        assert self.spec is not None
+        after = "after_model" in self.spec.callback_hooks
+        self.io_call(_generate, (turn.config, list(history), self.declarations), deadline,
+                     lambda value, error: self._after_model(turn, value, error) if after and error is None
+                     else self._on_model(turn, value, error))
+
+    def _after_model(self, turn: _Turn, response: ModelResponse, error: AdkError | None) -> None:
+        if turn.done:
+            return
+        assert self.spec is not None
+        deadline = self._bounded(turn)
+        if deadline is None:
+            return
+        result = {"text": response.text, "content": response.content,
+                  "function_calls": [dict(c) for c in response.function_calls],
+                  "finish_reason": response.finish_reason}
+        self.run_job(_RUN_HOOK, (list(self.spec.callbacks), "after_model", [self._callback_view(), result]),
+                     deadline, lambda value, err: self._on_model(turn, _replaced(response, value, err), None))
+
+    def _callback_view(self) -> dict[str, Any]:
+        """What callbacks see of the agent config: model metadata and the pruned ``callback_config`` only."""
+        assert self.spec is not None
+        config = self.spec.model_config
+        view = {"agent": self.spec.name, "provider": config.get("provider", "gemini"), "model": config.get("model"),
+                "generation_config": config.get("generation_config", {}),
+                "callback_config": self.spec.callback_config}
+        return copy_json(prune_secrets(view))[0]
+
+    def _on_model(self, turn: _Turn, response: ModelResponse | None, error: AdkError | None) -> None:
+        if turn.done:
+            return
+        assert self.spec is not None
+        if error is not None or response is None:
+            if isinstance(error, AskTimeout):
+                error = self._turn_timeout() if time.monotonic() >= turn.deadline else AskTimeout(
+                    "the model call passed its deadline", reason="agent_call_timeout",
+                    details={"agent": self.spec.name})
+            self._finish(turn, None, error or AgentError("no model response", reason="empty_response"))
+            return
+        turn.history.append({"role": "model", "content": response.content})
+        if not response.function_calls:
+            try:
+                output = self._output(response)
+            except AdkError as err:
+                self._finish(turn, None, err)
+                return
+            self._finish(turn, output, None)
+            return
+        turn.rounds += 1
+        if turn.rounds > self.spec.max_tool_rounds:
+            self._finish(turn, None, AgentError("too many tool rounds in one turn", reason="max_tool_rounds",
+                                                details={"agent": self.spec.name,
+                                                         "max": self.spec.max_tool_rounds}))
+            return
+        try:  # the whole batch is checked structurally before anything runs
+            parts = [FunctionCallPart(name=c["name"], args=c.get("args") or {}, id=c.get("id"))
+                     for c in response.function_calls]
+        except (ContentError, KeyError, TypeError):
+            self._finish(turn, None, ToolError("the model returned a malformed function call", reason="invalid_call"))
+            return
+        ids = [p.id for p in parts if p.id is not None]
+        if len(ids) != len(set(ids)):
+            self._finish(turn, None, ToolError("duplicate function call id", reason="duplicate_call_id"))
+            return
+        turn.calls = [dict(c) for c in response.function_calls]
+        turn.responses = [None] * len(turn.calls)
+        turn.groups = deque()
+        for index, call in enumerate(turn.calls):
+            # Consecutive parallel-safe calls form one concurrent group; any other call runs alone.
+            if self._parallel_safe(call["name"]) and turn.groups \
+                    and self._parallel_safe(turn.calls[turn.groups[-1][0]]["name"]):
+                turn.groups[-1].append(index)
+            else:
+                turn.groups.append([index])
+        self._next_group(turn)
+
+    def _parallel_safe(self, name: str) -> bool:
+        tool = self.tools.get(name)
+        return name in self.sub_names or (tool is not None and (tool.parallel_safe or tool.agent != ""))
+
+    def _next_group(self, turn: _Turn) -> None:
+        """Start the next group of calls; groups answered synchronously are passed in a loop, not recursively."""
+        while not turn.done:
+            if not turn.groups:
+                parts = [r for r in turn.responses if r is not None]
+                turn.history.append({"role": "user", "content": {"schema_version": 1, "parts": parts}})
+                self._call_model(turn)
+                return
+            group = turn.groups.popleft()
+            turn.outstanding = len(group)
+            turn.dispatching = True
+            try:
+                for index in group:
+                    self._run_call(turn, index)
+                    if turn.done:
+                        return
+            finally:
+                turn.dispatching = False
+            if turn.outstanding > 0:
+                return
+
+    def _respond(self, turn: _Turn, index: int, part: dict[str, Any]) -> None:
+        if turn.done or turn.responses[index] is not None:
+            return
+        turn.responses[index] = part
+        turn.outstanding -= 1
+        if turn.outstanding == 0 and not turn.dispatching:
+            self._next_group(turn)
+
+    def _failed(self, turn: _Turn, index: int, error: BaseException) -> None:
+        call = turn.calls[index]
+        self._respond(turn, index, failed_function_response(call["name"], call.get("id"), error).to_dict())
+
+    def _run_call(self, turn: _Turn, index: int) -> None:
+        spec = self.spec
+        assert spec is not None
+        call = turn.calls[index]
+        name, args, call_id = call["name"], call.get("args") or {}, call.get("id")
+        deadline = self._bounded(turn)
+        if deadline is None:
+            return
+        if name in self.sub_names:
+            self._call_agent(turn, index, name, args, deadline)
+            return
+        entry = self.catalog.get(name)
+        tool = self.tools.get(name)
+        if entry is None or tool is None:
+            self._failed(turn, index, ToolError("no such tool", reason="tool_not_found"))
+            return
+        try:
+            validated = entry.validate_args(args)
+        except SchemaError as err:
+            self._failed(turn, index, err)
+            return
+        if tool.agent:
+            self._call_agent(turn, index, tool.agent, validated, deadline)
+            return
+        if tool.confirmation == "always":
+            self._failed(turn, index, ToolError("the tool needs confirmation, which needs a runner",
+                                                reason=CONFIRMATION_REASON))
+            return
+        context = {"invocation_id": turn.invocation_id, "agent_name": spec.name, **turn.scope, "state": turn.state}
+        hooks = tuple(h for h in spec.callback_hooks if h.endswith("_tool"))
+        self.run_job(_EXECUTE_TOOL, (tool.payload, name, validated, call_id, context,
+                                     list(spec.callbacks) if hooks else []), deadline,
+                     lambda value, error: self._on_tool(turn, index, value, error),
+                     inline=tool.inline and not hooks)
+
+    def _on_tool(self, turn: _Turn, index: int, value: Any, error: AdkError | None) -> None:
+        if turn.done:
+            return
+        if error is not None:
+            if isinstance(error, AskTimeout) or error.reason == "job_timeout":
+                error = ToolError("the tool passed its deadline", reason="tool_timeout")
+            self._failed(turn, index, error)
+            return
+        if not isinstance(value, dict) or value.get("type") != "function_response":
+            self._failed(turn, index, ToolError("the tool result is malformed", reason="invalid_tool_result"))
+            return
+        self._respond(turn, index, value)
+
+    def _call_agent(self, turn: _Turn, index: int, target: str, args: dict[str, Any], deadline: float) -> None:
+        assert self.spec is not None
+        prompt = args.get("prompt") if isinstance(args, dict) else None
+        if not isinstance(prompt, str):
+            self._failed(turn, index, SchemaError("the agent call needs a prompt string", reason="invalid_arguments"))
+            return
+        request = Invoke(input=prompt, ancestry=(*turn.ancestry, self.spec.name), state=turn.state,
+                         root_global_instruction=self._root_global(turn), **turn.scope)
+        self.call(target, request, deadline, lambda value, error: self._on_agent(turn, index, value, error))
+
+    def _on_agent(self, turn: _Turn, index: int, value: Any, error: AdkError | None) -> None:
+        if turn.done:
+            return
+        call = turn.calls[index]
+        if error is not None:
+            if isinstance(error, AskTimeout) and error.reason != "agent_turn_timeout":
+                error = AgentError("the sub-agent call passed its deadline", reason="agent_call_timeout")
+            self._failed(turn, index, error)
+            return
+        try:
+            part = tool_result_response(call["name"], call.get("id"), {"result": value}).to_dict()
+        except ToolError as err:
+            self._failed(turn, index, err)
+            return
+        self._respond(turn, index, part)
+
+    def _output(self, response: ModelResponse) -> Any:
+        spec = self.spec
+        assert spec is not None
+        parts = response.content.get("parts", [])
+        output: Any = response.text if all(p.get("type") == "text" for p in parts) else copy_json(
+            response.content)[0]
+        if spec.output_schema is not None:
+            try:
+                compile_schema(spec.output_schema).validate(json.loads(response.text), field="output")
+            except (ValueError, SchemaError):
+                raise SchemaError("the output does not satisfy the agent's output_schema", reason="invalid_output",
+                                  details={"agent": spec.name}) from None
+        return output
+
+    def _finish(self, turn: _Turn, value: Any, error: AdkError | None) -> None:
+        if turn.done:
+            return
+        turn.done = True
+        self.turns_done += 1
+        spec = self.spec
+        if error is None and turn.compat and spec is not None and spec.history_policy == "include":
+            self.history = turn.history
+            if spec.session_id is not None:
+                # The answer goes out once the conversation is saved (saves stay in turn order).
+                self.io_call(_save, (spec.session_service, spec.name, spec.session_id, copy_json(self.history)[0]),
+                             time.monotonic() + _ms(spec.call_timeout_ms),
+                             lambda _v, err: self._saved(turn, value, err))
+                return
+        self._answer(turn, value, error)
+        self._release(turn)
+
+    def _saved(self, turn: _Turn, value: Any, error: AdkError | None) -> None:
+        if turn.answered:
+            return
+        if error is not None:
+            self.log.warning("conversation not saved", agent=self.spec.name if self.spec else "?",
+                             reason=error.reason)
+        self._answer(turn, value, error)
+        self._release(turn)
+
+    def _answer(self, turn: _Turn, value: Any, error: AdkError | None) -> None:
+        turn.answered = True
+        if error is None:
+            self.reply(turn.ctx, value)
+        else:
+            self.fail(turn.ctx, error)

@@ -1,0 +1,48 @@
+"""Messages of the agent actor (frozen dataclasses; the facade in ``api.py`` builds them, callers never do)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Describe", "GetHistory", "Invoke", "Prompt"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prompt:
+    """One turn of the agent's compatibility conversation (history kept by the agent, one FIFO)."""
+
+    input: Any
+    """The user's input: ``str`` or a content dict."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Invoke:
+    """One invocation with fresh history, in the lane of its ``(app_name, user_id, session_id)`` scope."""
+
+    input: Any
+    """The input: ``str`` or a content dict."""
+    app_name: str = ""
+    """Scope: the application ("" when unscoped)."""
+    user_id: str = ""
+    """Scope: the user ("" when unscoped)."""
+    session_id: str = ""
+    """Scope: the session ("" when unscoped; an unscoped invocation has a lane of its own)."""
+    ancestry: tuple[str, ...] = ()
+    """Names of the agents that delegated to this one, root first (cycle and depth protection)."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """A read-only snapshot of the invocation's scoped state (``key``, ``user:key``, ``app:key``, ``temp:key``)."""
+    root_global_instruction: Any = None
+    """Set by a delegating agent: the root's ``global_instruction`` (a template ``str`` or a provider
+    ``CallableRef``), used instead of this agent's own (``""`` when the root has none); ``None`` makes this agent
+    the root of the invocation."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Describe:
+    """Ask an agent for its public shape: ``{"name", "description", "sub_agents", "tools"}``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetHistory:
+    """Ask an agent for a copy of its compatibility conversation (a list of history entries)."""

@@ -1,0 +1,68 @@
+"""Tool execution as a worker job: load the tool, check its gate, validate, run, shape the function response.
+
+:func:`execute_tool` runs in a worker process (or inline in the agent's host for ``inline=True`` tools). It never
+raises for a tool's own failure: exceptions and ``AdkError``s become failed function responses carrying only a
+reason tag and an exception class name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cloudpickle
+
+from adk_actors.agents.callbacks import run_hook
+from adk_actors.content.json_values import copy_json
+from adk_actors.content.parts import FunctionCallPart
+from adk_actors.errors import AdkError, ToolError
+from adk_actors.tools import (
+    ToolContext,
+    call_tool_sync,
+    confirmation_for,
+    failed_function_response,
+    tool_result_response,
+)
+
+__all__ = ["CONFIRMATION_REASON", "execute_tool"]
+
+CONFIRMATION_REASON = "tool_confirmation_requires_runner"
+
+
+def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str | None,
+                 context: dict[str, Any], callbacks: list[str | bytes] | None = None) -> dict[str, Any]:
+    """Run one validated tool call and return its function-response part as a dict.
+
+    Args:
+        payload: The tool object, cloudpickled.
+        name: The called function name.
+        args: The call's arguments (already validated by the agent).
+        call_id: The provider's call id (echoed in the response).
+        context: ``ToolContext`` fields (``invocation_id``, ``agent_name``, ``app_name``, ``user_id``,
+            ``session_id``, ``state``: the invocation's read-only state snapshot).
+        callbacks: Callback names whose ``before_tool`` / ``after_tool`` hooks wrap the call.
+    """
+    try:
+        tool = cloudpickle.loads(payload)
+        ctx = ToolContext(function_call_id=call_id, **context)
+        if confirmation_for(tool, args, ctx).required:
+            error: BaseException = ToolError("the tool needs confirmation, which needs a runner",
+                                             reason=CONFIRMATION_REASON)
+            return failed_function_response(name, call_id, error).to_dict()
+        view = {**{k: v for k, v in context.items() if k != "state"}, "function_call_id": call_id}
+        if callbacks:
+            decision = run_hook(callbacks, "before_tool", [name, copy_json(args)[0], dict(view)])
+            if decision["action"] == "halt":
+                return tool_result_response(name, call_id, decision["value"]).to_dict()
+            if decision["action"] == "replace" and isinstance(decision["value"], dict):
+                args = decision["value"]
+        part = call_tool_sync(tool, FunctionCallPart(name=name, args=args, id=call_id), ctx)
+        if callbacks:
+            decision = run_hook(callbacks, "after_tool", [name, copy_json(args)[0], dict(view),
+                                                          copy_json(part.response)[0]])
+            if decision["action"] == "replace":
+                return tool_result_response(name, call_id, decision["value"]).to_dict()
+        return part.to_dict()
+    except AdkError as err:
+        return failed_function_response(name, call_id, err).to_dict()
+    except Exception as exc:
+        return failed_function_response(name, call_id, exc).to_dict()
