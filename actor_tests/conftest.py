@@ -1,6 +1,8 @@
 """Shared fixtures: one actor system per test session, fresh systems for destructive tests, and a sweep.
 
-* ``system``: session-scoped, owned, on an admin port from the reserved range, data dir in a temp folder.
+* ``system``: session-scoped, owned, on an admin port from the reserved range, data dir in a temp folder. Every
+  fixture starts the full product node (``adk_actors.node``: runtime children plus admission, run index,
+  telemetry hub and the in-memory session store).
 * ``fresh_system``: a system of its own for tests that kill, escalate or stop things.
 * ``make_system``: a factory for tests that need several systems.
 * Every system started here is recorded; the session ends by killing each one's process group, so no actor
@@ -21,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from adk_actors.runtime.system import ActorSystemHandle, group_pids, start
+from adk_actors.node import start
+from adk_actors.runtime.system import ActorSystemHandle, group_pids
 from adk_actors.settings import Settings
 from adk_actors.testing import reserved_port
 

@@ -24,6 +24,7 @@ from adk_actors.sessions.base import BaseSessionService
 from adk_actors.sessions.factory import default_sqlite_url, session_service_for
 from adk_actors.sessions.sql import SqlSessionService
 from adk_actors.settings import Settings, load_settings
+from adk_actors.telemetry.hub import TELEMETRY_NAME
 
 __all__ = ["node_children", "open_actor_system", "preflight", "session_service", "start"]
 
@@ -31,7 +32,8 @@ COMPOSER = "adk_actors.node"
 
 
 def node_children(settings: Settings) -> tuple[ChildSpec, ...]:
-    """The runtime's children plus admission control, the run index and the session store (memory backend)."""
+    """The runtime's children plus admission control, the run index, the telemetry hub and the session store
+    (memory backend)."""
     admission = AdmissionConfig(global_limit=settings.global_limit,
                                 default_agent_limit=settings.default_agent_limit,
                                 agent_limits=dict(settings.agent_limits), overflow=settings.overflow,
@@ -39,7 +41,9 @@ def node_children(settings: Settings) -> tuple[ChildSpec, ...]:
     extra: tuple[ChildSpec, ...] = (
         ChildSpec(id=ADMISSION_NAME, actor="adk_actors.admission.actor.AdmissionControl", args=admission,
                   register_as=ADMISSION_NAME, shutdown=5.0),
-        ChildSpec(id=RUN_INDEX, actor="adk_actors.runs.index.RunIndex", register_as=RUN_INDEX, shutdown=5.0))
+        ChildSpec(id=RUN_INDEX, actor="adk_actors.runs.index.RunIndex", register_as=RUN_INDEX, shutdown=5.0),
+        ChildSpec(id=TELEMETRY_NAME, actor="adk_actors.telemetry.hub.TelemetryHub", register_as=TELEMETRY_NAME,
+                  shutdown=5.0))
     if settings.session_backend == "memory":
         extra += (ChildSpec(id=STORE_NAME, actor="adk_actors.sessions.actor.SessionStoreActor",
                             register_as=STORE_NAME, shutdown=5.0),)

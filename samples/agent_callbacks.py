@@ -46,7 +46,11 @@ class AuditCallback:
 
 
 def main() -> int:
-    data = Path(tempfile.mkdtemp(prefix="adk-sample-"))
+    with tempfile.TemporaryDirectory(prefix="adk-sample-") as data:
+        return _main(Path(data))
+
+
+def _main(data: Path) -> int:
     journal = data / "audit.jsonl"
     settings = adk.load_settings(admin_port=reserved_port(), data_dir=str(data))
     with Emulator() as emu, adk.open_actor_system(settings):

@@ -18,7 +18,12 @@ SCRIPT = {"rules": [
 
 
 def main() -> int:
-    settings = adk.load_settings(admin_port=reserved_port(), data_dir=tempfile.mkdtemp(prefix="adk-sample-"))
+    with tempfile.TemporaryDirectory(prefix="adk-sample-") as data:
+        return _main(data)
+
+
+def _main(data: str) -> int:
+    settings = adk.load_settings(admin_port=reserved_port(), data_dir=data)
     with Emulator(script=SCRIPT) as emu, adk.open_actor_system(settings):
         config = {"provider": "gemini", "model": "gemini-3.1-flash-lite", "base_url": emu.base_url,
                   "api_key": "test-key"}

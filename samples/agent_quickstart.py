@@ -23,7 +23,12 @@ def get_weather(city: str) -> dict:
 
 
 def main() -> int:
-    settings = adk.load_settings(admin_port=reserved_port(), data_dir=tempfile.mkdtemp(prefix="adk-sample-"))
+    with tempfile.TemporaryDirectory(prefix="adk-sample-") as data:
+        return _main(data)
+
+
+def _main(data: str) -> int:
+    settings = adk.load_settings(admin_port=reserved_port(), data_dir=data)
     with Emulator() as emu, adk.open_actor_system(settings):
         llm_config = {
             "provider": "gemini",

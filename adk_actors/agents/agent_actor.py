@@ -57,6 +57,8 @@ from adk_actors.runtime.callables import CallableRef
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 from adk_actors.schema import compile_schema
 from adk_actors.secrets import prune_secrets
+from adk_actors.telemetry import TELEMETRY_NAME, Emit, TelemetryEvent
+from adk_actors.telemetry import event as telemetry_event
 from adk_actors.tools import failed_function_response, tool_result_response
 
 __all__ = ["AgentActor"]
@@ -95,6 +97,10 @@ class _Turn:
     responses: list[dict[str, Any] | None] = field(default_factory=list)
     groups: deque[list[int]] = field(default_factory=deque)
     outstanding: int = 0
+    started: float = 0.0
+    model_started: float = 0.0
+    tool_started: dict[int, float] = field(default_factory=dict)
+    telemetry: list[TelemetryEvent] = field(default_factory=list)
 
 
 def _load(token: Any, service: Any, agent: str, key: str) -> list[Any]:
@@ -232,6 +238,8 @@ class AgentActor(GenServer):
             self._release(turn)
             return
         turn.deadline = min(turn.ctx.deadline, now + _ms(spec.turn_timeout_ms))
+        turn.started = now
+        self._emit(turn, "agent.prompt.start", {})
         if turn.compat and not self.loaded:
             self._load_conversation(turn)
             return
@@ -383,8 +391,22 @@ class AgentActor(GenServer):
         if deadline is not None:
             self._provider(turn, history, deadline)
 
+    def _emit(self, turn: _Turn, name: str, measurements: dict[str, Any], **metadata: Any) -> None:
+        """Record a telemetry event of this turn (structural metadata only; flushed once, at the turn's end)."""
+        assert self.spec is not None
+        turn.telemetry.append(telemetry_event(name, measurements, agent=self.spec.name,
+                                              kind="prompt" if turn.compat else "invoke",
+                                              invocation_id=turn.invocation_id, **metadata))
+
+    def _flush_telemetry(self, turn: _Turn) -> None:
+        if turn.telemetry:
+            self.send_to(TELEMETRY_NAME, Emit(events=tuple(turn.telemetry)))
+            turn.telemetry = []
+
     def _provider(self, turn: _Turn, history: list[dict[str, Any]], deadline: float) -> None:
         assert self.spec is not None
+        turn.model_started = time.monotonic()
+        self._emit(turn, "agent.model.start", {}, model=str(turn.config.get("model", "")))
         after = "after_model" in self.spec.callback_hooks
         self.io_call(_generate, (turn.config, list(history), self.declarations), deadline,
                      lambda value, error: self._after_model(turn, value, error) if after and error is None
@@ -416,6 +438,8 @@ class AgentActor(GenServer):
         if turn.done:
             return
         assert self.spec is not None
+        self._emit(turn, "agent.model.stop", {"duration_ms": round((time.monotonic() - turn.model_started) * 1000, 3)},
+                   outcome="ok" if error is None else error.reason)
         if error is not None or response is None:
             if isinstance(error, AskTimeout):
                 error = self._turn_timeout() if time.monotonic() >= turn.deadline else AskTimeout(
@@ -527,6 +551,8 @@ class AgentActor(GenServer):
             return
         context = {"invocation_id": turn.invocation_id, "agent_name": spec.name, **turn.scope, "state": turn.state}
         hooks = tuple(h for h in spec.callback_hooks if h.endswith("_tool"))
+        turn.tool_started[index] = time.monotonic()
+        self._emit(turn, "agent.tool.start", {}, tool=name, call_id=str(call_id or ""))
         self.run_job(_EXECUTE_TOOL, (tool.payload, name, validated, call_id, context,
                                      list(spec.callbacks) if hooks else []), deadline,
                      lambda value, error: self._on_tool(turn, index, value, error),
@@ -535,6 +561,11 @@ class AgentActor(GenServer):
     def _on_tool(self, turn: _Turn, index: int, value: Any, error: AdkError | None) -> None:
         if turn.done:
             return
+        call = turn.calls[index]
+        started = turn.tool_started.pop(index, time.monotonic())
+        self._emit(turn, "agent.tool.stop", {"duration_ms": round((time.monotonic() - started) * 1000, 3)},
+                   tool=call["name"], call_id=str(call.get("id") or ""),
+                   outcome="ok" if error is None else error.reason)
         if error is not None:
             if isinstance(error, AskTimeout) or error.reason == "job_timeout":
                 error = ToolError("the tool passed its deadline", reason="tool_timeout")
@@ -590,6 +621,13 @@ class AgentActor(GenServer):
             return
         turn.done = True
         self.turns_done += 1
+        duration = {"duration_ms": round((time.monotonic() - turn.started) * 1000, 3)} if turn.started else {}
+        if error is None:
+            self._emit(turn, "agent.prompt.stop", duration)
+        else:
+            self._emit(turn, "agent.prompt.exception", duration, reason=error.reason,
+                       error_type=type(error).__name__)
+        self._flush_telemetry(turn)
         spec = self.spec
         if error is None and turn.compat and spec is not None and spec.history_policy == "include":
             self.history = turn.history
