@@ -253,6 +253,13 @@ class Emulator:
         try:
             loop.run_until_complete(self._serve())
         finally:
+            # Like asyncio.run(): cancel whatever is still pending (a connection accepted in the last moment)
+            # so no handler outlives the loop.
+            pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+            for task in pending:
+                task.cancel()
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             with contextlib.suppress(Exception):
                 loop.run_until_complete(loop.shutdown_default_executor())
             loop.close()

@@ -1,0 +1,46 @@
+"""Fixtures: every ledger test runs against a SQLite file and a PostgreSQL schema of its own.
+
+The PostgreSQL side reuses the session suite's throwaway ``adk_test_<unix>_<hex>`` schemas (reached through the
+URL's ``search_path`` so child processes land in them too, dropped after the test, stale ones swept).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from actor_tests.sessions.conftest import PgSchema, _pg_admin
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sql_kind(request: pytest.FixtureRequest) -> str:
+    """``"sqlite"`` or ``"postgres"``."""
+    return str(request.param)
+
+
+@pytest.fixture
+def ledger_url_factory(tmp_path: Path) -> Iterator[Callable[[str], str]]:
+    """``make(kind)`` returns a URL for an empty SQLite file or PostgreSQL schema; all are removed afterwards."""
+    schemas: list[PgSchema] = []
+
+    def make(kind: str) -> str:
+        if kind == "sqlite":
+            return f"sqlite:///{tmp_path / f'ledger-{secrets.token_hex(4)}.db'}"
+        schema = PgSchema(_pg_admin())
+        schemas.append(schema)
+        return schema.url
+
+    try:
+        yield make
+    finally:
+        for schema in schemas:
+            schema.drop()
+
+
+@pytest.fixture
+def ledger_url(sql_kind: str, ledger_url_factory: Callable[[str], str]) -> str:
+    """A fresh ledger URL of the parametrized backend."""
+    return ledger_url_factory(sql_kind)

@@ -1,0 +1,747 @@
+"""The durable workflow invocation ledger on SQLAlchemy 2 (the reference's Mnesia invocation ledger).
+
+One row per durable workflow invocation records what a restarted system needs to resume it: the workflow's id,
+version and kind (the compiled workflow is application code and is reconstructed by those), the input, the last
+committed checkpoint with its dense sequence number, the outcome, and a *fenced ownership lease*.
+
+Leases: an owner holds ``(token, lease_until)``. The token is a per-invocation integer that only grows; every
+takeover sets it to ``old + 1``. :meth:`~SqlInvocationLedger.renew`, :meth:`~SqlInvocationLedger.checkpoint`,
+:meth:`~SqlInvocationLedger.finish` and :meth:`~SqlInvocationLedger.release` check the current token and
+``now < lease_until`` and write in ONE transaction (equality is expired); otherwise they raise
+``ConcurrencyConflict(reason="lease_lost")`` and write nothing. A takeover (:meth:`~SqlInvocationLedger.acquire`,
+:meth:`~SqlInvocationLedger.resume_workflow_invocation`) is allowed only once the lease expired or was released,
+and is a compare-and-set on the token, so of several concurrent takers exactly one wins, and an old owner that is
+still alive is fenced off by its stale token.
+
+Time: ``now`` is the database clock (PostgreSQL ``clock_timestamp()``, read after the row lock is taken; SQLite
+``julianday('now')``), in integer milliseconds since the Unix epoch, so every process sharing the database agrees
+on expiry. Tests inject ``clock`` (a picklable callable returning milliseconds) instead.
+
+Like :class:`~adk_actors.sessions.SqlSessionService`, a :class:`SqlInvocationLedger` is a picklable descriptor:
+each process opens its own engine lazily (again after a fork) and migrates the schema forward on first use,
+recording the version in ``adk_workflow_ledger_schema``. SQLite runs in WAL mode with a busy timeout and every
+write transaction is ``BEGIN IMMEDIATE``; PostgreSQL locks the invocation row ``FOR UPDATE``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeVar
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Engine,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    delete,
+    event,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
+
+from adk_actors.content.canonical import canonical_dumps, canonical_loads
+from adk_actors.errors import AdkError, ConcurrencyConflict, ConfigError, StorageError, ValidationError, WorkflowError
+from adk_actors.sessions.model import validate_name
+from adk_actors.sessions.sql import _retriable, _safe_url
+
+__all__ = [
+    "FINISH_STATES",
+    "MAX_DOCUMENT_BYTES",
+    "MAX_LEASE_MS",
+    "SCHEMA_VERSION",
+    "STATES",
+    "InvocationState",
+    "InvocationStatus",
+    "Lease",
+    "SqlInvocationLedger",
+    "metadata",
+]
+
+SCHEMA_VERSION: Final = 1
+"""The schema version this code writes; older databases are migrated forward on open."""
+STATES: Final = ("running", "paused", "completed", "failed", "cancelled")
+"""Every invocation state. ``running`` and ``paused`` can be resumed; the other three are terminal."""
+FINISH_STATES: Final = ("paused", "completed", "failed", "cancelled")
+"""The states :meth:`SqlInvocationLedger.finish` may record."""
+MAX_LEASE_MS: Final = 7 * 24 * 3600 * 1000
+"""The longest lease one call may grant (a week)."""
+MAX_DOCUMENT_BYTES: Final = 64 * 1024 * 1024
+"""Default bound on one stored JSON document (input, checkpoint or result), in UTF-8 bytes."""
+
+InvocationState = Literal["running", "paused", "completed", "failed", "cancelled"]
+
+_TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+_COMPONENT: Final = "workflow_ledger"
+_PG_MIGRATION_LOCK: Final = 0x4144_4B57_464C_4431  # "ADKWFLD1": serializes concurrent first opens
+_MAX_ATTEMPTS: Final = 8
+_DIALECTS: Final = ("sqlite", "postgresql")
+_NOW_SQL: Final = {
+    # Read after the row lock is taken: clock_timestamp() is the time now, not at transaction start.
+    "postgresql": "SELECT floor(extract(epoch from clock_timestamp()) * 1000)::bigint",
+    # 'now' is fixed for one statement and has millisecond resolution.
+    "sqlite": "SELECT CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
+}
+
+_T = TypeVar("_T")
+
+metadata = MetaData()
+
+schema_table = Table(
+    "adk_workflow_ledger_schema", metadata,
+    Column("component", String(64), primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
+invocations_table = Table(
+    "adk_workflow_invocations", metadata,
+    Column("invocation_id", String(255), primary_key=True),
+    Column("workflow_id", String(255), nullable=False),
+    Column("version", String(255), nullable=False),
+    Column("kind", String(255), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("input", Text, nullable=False),
+    Column("checkpoint", Text, nullable=True),
+    Column("checkpoint_seq", BigInteger, nullable=False),
+    Column("result", Text, nullable=True),
+    Column("owner", String(255), nullable=True),
+    Column("lease_token", BigInteger, nullable=False),
+    Column("lease_until", BigInteger, nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+Index("ix_adk_workflow_invocations_state", invocations_table.c.state, invocations_table.c.lease_until)
+
+_C = invocations_table.c
+
+
+def _migrate_to_1(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[invocations_table], checkfirst=True)
+
+
+# Forward migrations: MIGRATIONS[v] takes a database at version v-1 to version v, inside one transaction.
+MIGRATIONS: Final[dict[int, Callable[[Connection], None]]] = {1: _migrate_to_1}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lease:
+    """Proof of ownership of one invocation, handed to every fenced write."""
+
+    invocation_id: str
+    """The invocation this lease is for."""
+    owner: str
+    """Who holds it (a coordinator's stable name)."""
+    token: int
+    """The fencing token: grows by one on every takeover, so an older owner's token is stale."""
+    lease_until: int
+    """Expiry in milliseconds since the Unix epoch on the ledger's clock; ``now >= lease_until`` is expired."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InvocationStatus:
+    """A snapshot of one durable invocation, read in one transaction."""
+
+    invocation_id: str
+    """The stable invocation id."""
+    workflow_id: str
+    """The id of the workflow to reconstruct on resume."""
+    version: str
+    """The workflow version to reconstruct on resume."""
+    kind: str
+    """The workflow kind to reconstruct on resume."""
+    state: InvocationState
+    """``running``, ``paused``, ``completed``, ``failed`` or ``cancelled``."""
+    input: Any
+    """The JSON input the invocation started with."""
+    checkpoint: Any
+    """The last committed checkpoint (``None`` before the first one)."""
+    checkpoint_seq: int
+    """The sequence number of that checkpoint (``0`` before the first one)."""
+    result: Any
+    """What :meth:`SqlInvocationLedger.finish` recorded (``None`` while running)."""
+    owner: str | None
+    """The lease holder, or ``None`` once released or finished."""
+    lease_token: int
+    """The current fencing token."""
+    lease_until: int | None
+    """Lease expiry in epoch milliseconds, or ``None`` once released or finished."""
+    owned: bool
+    """Whether a live lease is held right now (``now < lease_until``)."""
+    now: int
+    """The ledger clock when this snapshot was read, in epoch milliseconds."""
+    created_at: int
+    """When the invocation was started, in epoch milliseconds."""
+    updated_at: int
+    """When the row last changed, in epoch milliseconds."""
+
+    @property
+    def resumable(self) -> bool:
+        """Whether the invocation is ``running`` or ``paused`` (it may still be owned)."""
+        return self.state not in _TERMINAL
+
+
+def _positive_ms(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_LEASE_MS:
+        raise ValidationError(f"{what} must be an integer in 1..{MAX_LEASE_MS}", reason="invalid_value",
+                              details={"field": what, "type": type(value).__name__})
+    return value
+
+
+class SqlInvocationLedger:
+    """Durable workflow invocations in a SQL database (SQLite file or PostgreSQL).
+
+    Args:
+        url: A SQLAlchemy URL (``sqlite:///path/ledger.db``, ``postgresql+psycopg://...``). A PostgreSQL schema can
+            be selected with ``?options=-csearch_path%3Dmy_schema`` (the schema must exist).
+        busy_timeout_ms: How long a SQLite writer waits for the write lock.
+        engine_options: Extra JSON-safe keyword arguments for ``sqlalchemy.create_engine``.
+        clock: Replaces the database clock: returns wall-clock milliseconds since the epoch. Must pickle (a
+            module-level function or an instance of a module-level class) when the ledger crosses processes.
+        max_document_bytes: Bound on each stored JSON document (input, checkpoint, result).
+
+    Raises:
+        ConfigError: reason ``invalid_value`` when the URL cannot be parsed.
+    """
+
+    def __init__(self, url: str, *, busy_timeout_ms: int = 30_000, engine_options: Mapping[str, Any] | None = None,
+                 clock: Callable[[], int] | None = None, max_document_bytes: int = MAX_DOCUMENT_BYTES) -> None:
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
+            raise ConfigError("workflow ledger url is not a SQLAlchemy URL", reason="invalid_value",
+                              details={"key": "ledger_url"}) from None
+        self._url = url
+        self._backend = parsed.get_backend_name()
+        self._busy_timeout_ms = int(busy_timeout_ms)
+        self._engine_options = dict(engine_options or {})
+        self._clock = clock
+        self._max_document_bytes = int(max_document_bytes)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._engine: Engine | None = None
+        self._pid = os.getpid()
+        self._open_lock = threading.Lock()
+
+    # -- descriptor ------------------------------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"url": self._url, "busy_timeout_ms": self._busy_timeout_ms, "engine_options": self._engine_options,
+                "clock": self._clock, "max_document_bytes": self._max_document_bytes}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["url"], busy_timeout_ms=state["busy_timeout_ms"],  # type: ignore[misc]
+                      engine_options=state["engine_options"], clock=state["clock"],
+                      max_document_bytes=state["max_document_bytes"])
+
+    def __repr__(self) -> str:
+        return f"SqlInvocationLedger({_safe_url(self._url)!r})"
+
+    @property
+    def url(self) -> str:
+        """The configured URL."""
+        return self._url
+
+    @property
+    def dialect(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self._backend
+
+    def open(self) -> SqlInvocationLedger:
+        """Open the engine and migrate the schema now instead of on first use.
+
+        Raises:
+            StorageError: reason ``open_failed`` when the database cannot be reached or initialized, or
+                ``schema_too_new`` when it was written by a newer version.
+        """
+        self._get_engine()
+        return self
+
+    def close(self) -> None:
+        """Dispose of this process's engine; the next call reopens it."""
+        self._forget_if_forked()
+        with self._open_lock:
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.dispose()
+
+    def schema_version(self) -> int:
+        """The schema version recorded in the database.
+
+        Raises:
+            StorageError: the database cannot be read.
+        """
+        return self._read(lambda conn: int(conn.execute(
+            select(schema_table.c.version).where(schema_table.c.component == _COMPONENT)).scalar_one()))
+
+    def now_ms(self) -> int:
+        """The ledger clock (the database clock unless a ``clock`` was injected), in epoch milliseconds.
+
+        Raises:
+            StorageError: the database cannot be read.
+        """
+        return self._read(self._now)
+
+    # -- the ledger ------------------------------------------------------------------------------------------
+
+    def start_workflow_invocation(self, invocation_id: str, workflow_id: str, version: str, kind: str, input: Any,
+                                  owner: str, lease_ms: int) -> Lease:
+        """Record a new ``running`` invocation owned by ``owner`` (token 1, checkpoint seq 0).
+
+        Raises:
+            WorkflowError: reason ``already_exists`` when the id is taken (nothing is written).
+            ValidationError: an invalid name, lease or non-JSON-safe input.
+            StorageError: the database failed.
+        """
+        for value, what in ((invocation_id, "invocation_id"), (workflow_id, "workflow_id"), (version, "version"),
+                            (kind, "kind"), (owner, "owner")):
+            validate_name(value, what)
+        lease_ms = _positive_ms(lease_ms, "lease_ms")
+        payload = self._dumps(input, "input")
+
+        def body(conn: Connection) -> Lease:
+            now = self._now(conn)
+            until = now + lease_ms
+            stmt = self._insert(conn).values(
+                invocation_id=invocation_id, workflow_id=workflow_id, version=version, kind=kind, state="running",
+                input=payload, checkpoint=None, checkpoint_seq=0, result=None, owner=owner, lease_token=1,
+                lease_until=until, created_at=now, updated_at=now,
+            ).on_conflict_do_nothing().returning(_C.invocation_id)
+            if conn.execute(stmt).scalar() is None:
+                raise WorkflowError("a workflow invocation with this id exists", reason="already_exists",
+                                    details={"invocation_id": invocation_id})
+            return Lease(invocation_id=invocation_id, owner=owner, token=1, lease_until=until)
+
+        return self._write(body)
+
+    def workflow_invocation_status(self, invocation_id: str) -> InvocationStatus:
+        """The invocation as committed now.
+
+        Raises:
+            WorkflowError: reason ``not_found``.
+            StorageError: the database failed.
+        """
+        validate_name(invocation_id, "invocation_id")
+
+        def body(conn: Connection) -> InvocationStatus:
+            row = conn.execute(select(invocations_table).where(_C.invocation_id == invocation_id)).one_or_none()
+            if row is None:
+                raise _not_found(invocation_id)
+            return _status(row, self._now(conn))
+
+        return self._read(body)
+
+    def renew(self, lease: Lease, lease_ms: int) -> Lease:
+        """Extend a live lease to ``now + lease_ms``; returns the renewed lease (same token).
+
+        Raises:
+            ConcurrencyConflict: reason ``lease_lost`` (stale token, expired, released or deleted); nothing written.
+            StorageError: the database failed.
+        """
+        lease_ms = _positive_ms(lease_ms, "lease_ms")
+
+        def body(conn: Connection) -> Lease:
+            _row, now = self._fenced(conn, lease, "renew")
+            until = now + lease_ms
+            self._update(conn, lease, now, lease_until=until)
+            return Lease(invocation_id=lease.invocation_id, owner=lease.owner, token=lease.token, lease_until=until)
+
+        return self._write(body)
+
+    def checkpoint(self, lease: Lease, checkpoint: Any, seq: int) -> None:
+        """Commit ``checkpoint`` as number ``seq``, which must be exactly the last seq + 1.
+
+        The engine calls this before it may start the next action, so a takeover never replays a committed step.
+
+        Raises:
+            ConcurrencyConflict: reason ``lease_lost`` (checked first) or ``stale_checkpoint``; nothing written.
+            ValidationError: a non-JSON-safe checkpoint or a non-integer seq.
+            StorageError: the database failed.
+        """
+        if isinstance(seq, bool) or not isinstance(seq, int):
+            raise ValidationError("seq must be an integer", reason="invalid_value",
+                                  details={"field": "seq", "type": type(seq).__name__})
+        payload = self._dumps(checkpoint, "checkpoint")
+
+        def body(conn: Connection) -> None:
+            row, now = self._fenced(conn, lease, "checkpoint")
+            if seq != row.checkpoint_seq + 1:
+                raise ConcurrencyConflict("checkpoint seq is not the next one", reason="stale_checkpoint",
+                                          details={"invocation_id": lease.invocation_id, "seq": seq,
+                                                   "expected": row.checkpoint_seq + 1})
+            self._update(conn, lease, now, checkpoint=payload, checkpoint_seq=seq)
+
+        self._write(body)
+
+    def finish(self, lease: Lease, state: str, result: Any = None) -> None:
+        """Record the outcome (``paused``, ``completed``, ``failed`` or ``cancelled``) and release the lease.
+
+        A ``paused`` invocation stays resumable; the other three are terminal.
+
+        Raises:
+            ConcurrencyConflict: reason ``lease_lost``; nothing written.
+            ValidationError: an unknown state or a non-JSON-safe result.
+            StorageError: the database failed.
+        """
+        if state not in FINISH_STATES:
+            raise ValidationError("finish state must be paused, completed, failed or cancelled",
+                                  reason="invalid_value", details={"field": "state"})
+        payload = None if result is None else self._dumps(result, "result")
+
+        def body(conn: Connection) -> None:
+            _row, now = self._fenced(conn, lease, "finish")
+            self._update(conn, lease, now, state=state, result=payload, owner=None, lease_until=None)
+
+        self._write(body)
+
+    def release(self, lease: Lease) -> None:
+        """Give up a live lease without changing the state, so another owner may take over at once.
+
+        Raises:
+            ConcurrencyConflict: reason ``lease_lost``; nothing written.
+            StorageError: the database failed.
+        """
+        def body(conn: Connection) -> None:
+            _row, now = self._fenced(conn, lease, "release")
+            self._update(conn, lease, now, owner=None, lease_until=None)
+
+        self._write(body)
+
+    def acquire(self, invocation_id: str, owner: str, lease_ms: int) -> Lease:
+        """Take over a ``running`` or ``paused`` invocation whose lease expired or was released.
+
+        The new token is the old one + 1 (a compare-and-set), so exactly one of several concurrent takers wins and
+        every write of an earlier owner is rejected from now on. The state becomes ``running``.
+
+        Raises:
+            WorkflowError: reason ``not_found``, or ``not_resumable`` for completed/failed/cancelled.
+            ConcurrencyConflict: reason ``lease_held`` while a live lease is held; nothing written.
+            ValidationError: an invalid owner or lease.
+            StorageError: the database failed.
+        """
+        return self._take(invocation_id, owner, lease_ms, {})[0]
+
+    def resume_workflow_invocation(self, invocation_id: str, owner: str, lease_ms: int, *,
+                                   workflow_id: str | None = None, version: str | None = None,
+                                   kind: str | None = None) -> tuple[Lease, InvocationStatus]:
+        """Take over a paused or abandoned (lease expired or released) invocation to continue it.
+
+        Returns the new lease and the invocation *as found* by the takeover, in the same transaction: its
+        previous state (``paused`` or ``running``), last checkpoint and seq, and the pause result. Passing
+        ``workflow_id`` / ``version`` / ``kind`` checks that the reconstructed workflow is the recorded one.
+
+        Raises:
+            WorkflowError: reason ``not_found``; ``not_resumable`` for completed/failed/cancelled;
+                ``workflow_mismatch`` when an expected id/version/kind differs. Nothing is written.
+            ConcurrencyConflict: reason ``lease_held`` while a live lease is held; nothing written.
+            ValidationError: an invalid owner or lease.
+            StorageError: the database failed.
+        """
+        expected = {"workflow_id": workflow_id, "version": version, "kind": kind}
+        return self._take(invocation_id, owner, lease_ms, {k: v for k, v in expected.items() if v is not None})
+
+    def abandoned_workflow_invocations(self, *, limit: int = 100) -> list[InvocationStatus]:
+        """``running`` invocations nobody owns (lease expired or released), least recently updated first.
+
+        A recovery sweep after a restart resumes these; paused invocations wait for their resume input instead.
+
+        Raises:
+            ValidationError: ``limit`` is not a positive integer.
+            StorageError: the database failed.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValidationError("limit must be a positive integer", reason="invalid_value",
+                                  details={"field": "limit"})
+
+        def body(conn: Connection) -> list[InvocationStatus]:
+            now = self._now(conn)
+            rows = conn.execute(select(invocations_table).where(
+                (_C.state == "running") & (_C.lease_until.is_(None) | (_C.lease_until <= now)))
+                .order_by(_C.updated_at, _C.invocation_id).limit(limit)).all()
+            return [_status(row, now) for row in rows]
+
+        return self._read(body)
+
+    def delete_workflow_invocation(self, invocation_id: str, *, force: bool = False) -> bool:
+        """Delete an invocation; ``False`` when there was none.
+
+        Raises:
+            ConcurrencyConflict: reason ``lease_held`` when a live lease is held and ``force`` is false.
+            StorageError: the database failed.
+        """
+        validate_name(invocation_id, "invocation_id")
+
+        def body(conn: Connection) -> bool:
+            row = self._lock(conn, invocation_id)
+            if row is None:
+                return False
+            if not force and row.lease_until is not None and self._now(conn) < row.lease_until:
+                raise ConcurrencyConflict("the invocation is owned", reason="lease_held",
+                                          details={"invocation_id": invocation_id})
+            conn.execute(delete(invocations_table).where(_C.invocation_id == invocation_id))
+            return True
+
+        return self._write(body)
+
+    # -- fencing ---------------------------------------------------------------------------------------------
+
+    def _take(self, invocation_id: str, owner: str, lease_ms: int,
+              expected: dict[str, str]) -> tuple[Lease, InvocationStatus]:
+        validate_name(invocation_id, "invocation_id")
+        validate_name(owner, "owner")
+        lease_ms = _positive_ms(lease_ms, "lease_ms")
+
+        def body(conn: Connection) -> tuple[Lease, InvocationStatus]:
+            row = self._lock(conn, invocation_id)
+            if row is None:
+                raise _not_found(invocation_id)
+            if row.state in _TERMINAL:
+                raise WorkflowError("the invocation has finished", reason="not_resumable",
+                                    details={"invocation_id": invocation_id, "state": row.state})
+            mismatched = sorted(k for k, v in expected.items() if getattr(row, k) != v)
+            if mismatched:
+                raise WorkflowError("the workflow does not match the recorded invocation",
+                                    reason="workflow_mismatch",
+                                    details={"invocation_id": invocation_id, "fields": mismatched})
+            now = self._now(conn)
+            if row.lease_until is not None and now < row.lease_until:
+                raise ConcurrencyConflict("the invocation is owned", reason="lease_held",
+                                          details={"invocation_id": invocation_id})
+            token, until = row.lease_token + 1, now + lease_ms
+            # Compare-and-set on the token: under the row lock this always matches, and it stays correct even if
+            # a backend ever let two takers read the same row.
+            done = conn.execute(update(invocations_table).where(
+                (_C.invocation_id == invocation_id) & (_C.lease_token == row.lease_token)).values(
+                state="running", result=None, owner=owner, lease_token=token, lease_until=until, updated_at=now))
+            if done.rowcount != 1:
+                raise ConcurrencyConflict("another owner took the invocation over", reason="lease_held",
+                                          details={"invocation_id": invocation_id})
+            lease = Lease(invocation_id=invocation_id, owner=owner, token=token, lease_until=until)
+            return lease, _status(row, now)
+
+        return self._write(body)
+
+    def _fenced(self, conn: Connection, lease: Lease, operation: str) -> tuple[Any, int]:
+        """Lock the row and check that ``lease`` is current and live; return the row and ``now``."""
+        if not isinstance(lease, Lease):
+            raise ValidationError("lease must be a Lease", reason="invalid_value",
+                                  details={"field": "lease", "type": type(lease).__name__})
+        row = self._lock(conn, lease.invocation_id)
+        now = self._now(conn)
+        if row is None:
+            why = "missing"
+        elif row.lease_token != lease.token or row.owner != lease.owner:
+            why = "stale_token"
+        elif row.lease_until is None or row.state != "running":
+            why = "released"
+        elif not now < row.lease_until:
+            why = "expired"
+        else:
+            return row, now
+        raise ConcurrencyConflict("the lease is no longer held", reason="lease_lost",
+                                  details={"invocation_id": lease.invocation_id, "operation": operation,
+                                           "why": why, "token": lease.token,
+                                           "current_token": None if row is None else row.lease_token})
+
+    def _update(self, conn: Connection, lease: Lease, now: int, **values: Any) -> None:
+        done = conn.execute(update(invocations_table).where(
+            (_C.invocation_id == lease.invocation_id) & (_C.lease_token == lease.token)).values(
+            updated_at=now, **values))
+        if done.rowcount != 1:  # unreachable under the row lock; never write blind
+            raise ConcurrencyConflict("the lease is no longer held", reason="lease_lost",
+                                      details={"invocation_id": lease.invocation_id, "why": "stale_token"})
+
+    def _lock(self, conn: Connection, invocation_id: str) -> Any:
+        query = select(invocations_table).where(_C.invocation_id == invocation_id)
+        if conn.dialect.name == "postgresql":
+            query = query.with_for_update()
+        return conn.execute(query).one_or_none()
+
+    def _now(self, conn: Connection) -> int:
+        if self._clock is not None:
+            return int(self._clock())
+        return int(conn.exec_driver_sql(_NOW_SQL[conn.dialect.name]).scalar_one())
+
+    def _dumps(self, value: Any, what: str) -> str:
+        payload = canonical_dumps(value)
+        size = len(payload.encode("utf-8"))
+        if size > self._max_document_bytes:
+            raise ValidationError(f"{what} is too large", reason="too_large",
+                                  details={"field": what, "bytes": size, "limit": self._max_document_bytes})
+        return payload
+
+    @staticmethod
+    def _insert(conn: Connection) -> Any:
+        return pg_insert(invocations_table) if conn.dialect.name == "postgresql" else sqlite_insert(invocations_table)
+
+    # -- engine ----------------------------------------------------------------------------------------------
+
+    def _forget_if_forked(self) -> None:
+        if self._pid != os.getpid():
+            inherited = self._engine  # never touch the parent's connections
+            self._reset()
+            if inherited is not None:
+                inherited.dispose(close=False)
+
+    def _get_engine(self) -> Engine:
+        self._forget_if_forked()
+        engine = self._engine
+        if engine is not None:
+            return engine
+        with self._open_lock:
+            if self._engine is None:
+                self._engine = self._create_engine()
+            return self._engine
+
+    def _create_engine(self) -> Engine:
+        if self._backend not in _DIALECTS:
+            raise StorageError("the workflow ledger needs SQLite or PostgreSQL", reason="open_failed",
+                               details={"operation": "open", "dialect": self._backend})
+        try:
+            url = make_url(self._url)
+            options: dict[str, Any] = dict(self._engine_options)
+            if self._backend == "sqlite":
+                database = url.database or ""
+                if not database or database == ":memory:" or database.startswith("file:"):
+                    raise StorageError("the workflow ledger needs a SQLite file", reason="open_failed",
+                                       details={"operation": "open", "dialect": "sqlite"})
+                os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)
+                options.setdefault("connect_args", {})["timeout"] = self._busy_timeout_ms / 1000
+                engine = create_engine(url, **options)
+                self._install_sqlite_hooks(engine)
+            else:
+                options.setdefault("pool_pre_ping", True)
+                engine = create_engine(url, **options)
+        except AdkError:
+            raise
+        except (SQLAlchemyError, NoSuchModuleError, OSError, ImportError, TypeError, ValueError) as exc:
+            raise self._storage_error("open_failed", exc, "open") from None
+        try:
+            self._migrate(engine)
+        except BaseException as exc:
+            engine.dispose()
+            if isinstance(exc, SQLAlchemyError | OSError):
+                raise self._storage_error("open_failed", exc, "initialize") from None
+            raise
+        return engine
+
+    def _install_sqlite_hooks(self, engine: Engine) -> None:
+        busy = self._busy_timeout_ms
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            # Let SQLAlchemy's "begin" hook issue BEGIN itself (pysqlite would defer it past the first read).
+            dbapi_conn.isolation_level = None
+            cursor = dbapi_conn.cursor()
+            try:
+                cursor.execute("PRAGMA journal_mode=WAL")
+                cursor.execute(f"PRAGMA busy_timeout={busy}")
+            finally:
+                cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("adk_read") else "BEGIN IMMEDIATE")
+
+    def _migrate(self, engine: Engine) -> None:
+        with engine.begin() as conn:
+            if engine.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+            schema_table.create(conn, checkfirst=True)
+            current = int(conn.execute(select(schema_table.c.version)
+                                       .where(schema_table.c.component == _COMPONENT)).scalar() or 0)
+            if current > SCHEMA_VERSION:
+                raise StorageError("the workflow ledger was written by a newer version", reason="schema_too_new",
+                                   details={"found": current, "supported": SCHEMA_VERSION})
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                MIGRATIONS[version](conn)
+            now = self._now(conn)
+            if current == 0:
+                conn.execute(schema_table.insert().values(component=_COMPONENT, version=SCHEMA_VERSION,
+                                                          updated_at=now))
+            elif current < SCHEMA_VERSION:
+                conn.execute(update(schema_table).where(schema_table.c.component == _COMPONENT)
+                             .values(version=SCHEMA_VERSION, updated_at=now))
+
+    # -- transactions ----------------------------------------------------------------------------------------
+
+    def _write(self, body: Callable[[Connection], _T]) -> _T:
+        engine = self._get_engine()
+        for attempt in range(_MAX_ATTEMPTS):
+            try:
+                with engine.begin() as conn:
+                    return body(conn)
+            except DBAPIError as exc:
+                if attempt + 1 < _MAX_ATTEMPTS and _retriable(exc):
+                    time.sleep(random.uniform(0, 0.005 * 2 ** attempt))  # jittered backoff before a retry
+                    continue
+                raise self._storage_error("write_failed", exc, "write") from None
+            except SQLAlchemyError as exc:
+                raise self._storage_error("write_failed", exc, "write") from None
+        raise AssertionError("unreachable")
+
+    def _read(self, body: Callable[[Connection], _T]) -> _T:
+        engine = self._get_engine()
+        try:
+            with self._read_conn(engine) as conn:
+                return body(conn)
+        except SQLAlchemyError as exc:
+            raise self._storage_error("read_failed", exc, "read") from None
+
+    @contextmanager
+    def _read_conn(self, engine: Engine) -> Iterator[Connection]:
+        with engine.connect() as conn:
+            if engine.dialect.name == "sqlite":
+                conn = conn.execution_options(adk_read=True)
+            with conn.begin():
+                yield conn
+
+    def _storage_error(self, reason: str, exc: BaseException, operation: str) -> StorageError:
+        """A structural ``StorageError``: reason, operation, dialect, the driver's exception class and SQLSTATE.
+
+        The driver's message is never included: drivers echo hosts, user names, paths, SQL text and URLs.
+        """
+        orig = getattr(exc, "orig", None) or exc
+        details: dict[str, Any] = {"operation": operation, "dialect": self._backend, "error": type(orig).__name__}
+        sqlstate = getattr(orig, "sqlstate", None) or getattr(getattr(orig, "diag", None), "sqlstate", None)
+        if isinstance(sqlstate, str) and sqlstate.isalnum() and len(sqlstate) == 5:
+            details["sqlstate"] = sqlstate
+        return StorageError(f"workflow ledger {operation} failed: {type(orig).__name__}", reason=reason,
+                            details=details)
+
+
+def _not_found(invocation_id: str) -> WorkflowError:
+    return WorkflowError("no workflow invocation with this id", reason="not_found",
+                         details={"invocation_id": invocation_id})
+
+
+def _loads(payload: str | None) -> Any:
+    return None if payload is None else canonical_loads(payload)
+
+
+def _status(row: Any, now: int) -> InvocationStatus:
+    until = None if row.lease_until is None else int(row.lease_until)
+    return InvocationStatus(
+        invocation_id=row.invocation_id, workflow_id=row.workflow_id, version=row.version, kind=row.kind,
+        state=row.state, input=_loads(row.input), checkpoint=_loads(row.checkpoint),
+        checkpoint_seq=int(row.checkpoint_seq), result=_loads(row.result), owner=row.owner,
+        lease_token=int(row.lease_token), lease_until=until, owned=until is not None and now < until, now=now,
+        created_at=int(row.created_at), updated_at=int(row.updated_at))
