@@ -12,6 +12,7 @@ import pytest
 from adk_actors import telemetry
 from adk_actors.agents import prompt, spawn_agent, stop_agent
 from adk_actors.emulator import Emulator
+from adk_actors.errors import ProviderError
 from adk_actors.runtime.messages import GetStatus
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.tools import FunctionTool
@@ -60,10 +61,11 @@ def test_a_failing_prompt_emits_an_exception_event(system: ActorSystemHandle, em
                         system=system)
     try:
         with telemetry.attach("agent.prompt.", system=system) as sub:
-            with pytest.raises(Exception):
+            with pytest.raises(ProviderError) as info:
                 prompt(agent, "hi", timeout=30, system=system)
             events = list(sub.until("agent.prompt.exception", timeout=10))
-        assert events[-1].metadata["reason"] and events[-1].metadata["agent"] == "TelemetryFailing"
+        assert events[-1].metadata["reason"] == info.value.reason
+        assert events[-1].metadata["agent"] == "TelemetryFailing"
     finally:
         stop_agent(agent, system=system)
 
