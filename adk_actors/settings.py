@@ -50,7 +50,7 @@ class Settings:
     start_timeout_s: float = 30.0
     ask_timeout_s: float = 10.0
     """Default deadline of a facade call that is not given a timeout."""
-    facade_endpoints: Literal["per_call", "per_thread"] = "per_call"
+    facade_endpoints: Literal["per_call", "per_thread"] = "per_thread"
     """Facade asks use a fresh external endpoint per call, or one long-lived endpoint per thread."""
     hosts: int = 2
     """Number of tier-1 host processes that run tier-2 actors (about one per core)."""

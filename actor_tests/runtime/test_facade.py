@@ -94,8 +94,9 @@ def test_lookup_of_an_unknown_name_fails_at_the_deadline(system: ActorSystemHand
     assert time.monotonic() - t0 < 2.0
 
 
-def test_per_thread_endpoints_keep_replies_matched_and_drop_late_ones(make_system) -> None:
-    handle: ActorSystemHandle = make_system(facade_endpoints="per_thread")
+@pytest.mark.parametrize("mode", ["per_thread", "per_call"])
+def test_both_endpoint_modes_keep_replies_matched_and_drop_late_ones(make_system, mode: str) -> None:
+    handle: ActorSystemHandle = make_system(facade_endpoints=mode)
     name = unique("pt")
     start_child(handle, ChildSpec(id=name, actor=PROBE, register_as=name))
     with pytest.raises(AskTimeout):
@@ -116,4 +117,4 @@ def test_per_thread_endpoints_keep_replies_matched_and_drop_late_ones(make_syste
     for th in threads:
         th.join()
     assert errors == []
-    assert len(handle._endpoints) >= 1  # the threads used kept endpoints
+    assert (len(handle._endpoints) >= 1) == (mode == "per_thread")  # only per_thread keeps endpoints
