@@ -221,7 +221,8 @@ class Host(GenServer):
         return self.myAddress
 
     def watch_fds(self) -> list[int]:
-        return [self.io.read_fd] if self.io is not None else []
+        # Only while blocking calls are in flight: a watched fd costs Thespian's loop work on every message.
+        return [self.io.read_fd] if self.io is not None and self.io_owner else []
 
     # ---- routing ---------------------------------------------------------------------------------------------
     def route(self, target: Any, message: Any, from_local: str | None) -> None:
