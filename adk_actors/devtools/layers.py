@@ -21,7 +21,7 @@ LAYERS: dict[str, int] = {
     "content": 2, "events": 2, "schema": 2,
     # 3: domain
     "tools": 3, "models": 3, "sessions": 3, "agents": 3, "emulator": 3, "memory": 3, "artifacts": 3,
-    "plugins": 3, "telemetry": 3, "auth": 3, "context": 3, "admission": 3, "policy": 3,
+    "plugins": 3, "telemetry": 3, "storage": 3, "auth": 3, "context": 3, "admission": 3, "policy": 3,
     # 4: lifecycles
     "runs": 4, "workflows": 4, "live": 4, "triggers": 4, "runner": 4, "planning": 4, "retry": 4,
     # 5: edges

@@ -14,12 +14,9 @@ schema forward on first use, recording the version in ``adk_session_schema``.
 from __future__ import annotations
 
 import copy
-import os
-import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from sqlalchemy import (
@@ -28,7 +25,6 @@ from sqlalchemy import (
     Boolean,
     Column,
     Connection,
-    Engine,
     Float,
     ForeignKey,
     Index,
@@ -40,21 +36,16 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
     bindparam,
-    create_engine,
     delete,
-    event,
     select,
-    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError
 
 from adk_actors.content.canonical import canonical_dumps, canonical_loads
-from adk_actors.errors import AdkError, StorageError
 from adk_actors.sessions.base import IfExists, as_ref
 from adk_actors.sessions.logic import (
     already_exists,
@@ -76,6 +67,7 @@ from adk_actors.sessions.model import (
     validate_name,
 )
 from adk_actors.sessions.state import ScopedDelta, apply_delta, merge_state, scope_of, split_delta
+from adk_actors.storage.sql import SqlStore
 
 __all__ = ["SCHEMA_VERSION", "SqlSessionService", "metadata"]
 
@@ -188,26 +180,7 @@ def _migrate_to_1(conn: Connection) -> None:
 MIGRATIONS: Final[dict[int, Callable[[Connection], None]]] = {1: _migrate_to_1}
 
 
-def _safe_url(url: str) -> str:
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "<unparseable url>"
-
-
-def _retriable(exc: DBAPIError) -> bool:
-    orig = exc.orig
-    sqlstate = getattr(orig, "sqlstate", None) or getattr(getattr(orig, "diag", None), "sqlstate", None)
-    if sqlstate in {"40001", "40P01", "55P03"}:
-        return True
-    if isinstance(exc, IntegrityError):
-        # A duplicate (session_pk, seq) means a concurrent append won the slot: re-read and retry.
-        return sqlstate == "23505" or "adk_session_events" in str(orig)
-    message = str(orig).lower()
-    return "database is locked" in message or "database is busy" in message
-
-
-class SqlSessionService:
+class SqlSessionService(SqlStore):
     """Sessions in a SQL database (see :class:`BaseSessionService` for the contract).
 
     Args:
@@ -221,51 +194,25 @@ class SqlSessionService:
         ConfigError: reason ``invalid_value`` when the URL cannot be parsed.
     """
 
+    LABEL = "session store"
+    URL_KEY = "session_url"
+    COMPONENT = _COMPONENT
+    SCHEMA_TABLE = schema_table
+    MIGRATIONS = MIGRATIONS
+    PG_MIGRATION_LOCK = _PG_MIGRATION_LOCK
+    SQLITE_PRAGMAS = ("PRAGMA foreign_keys=ON",)
+    PG_READ_ISOLATION = "REPEATABLE READ"  # one snapshot for the session row, its events and shared state
+    MAX_ATTEMPTS = _MAX_ATTEMPTS
+
     def __init__(self, url: str, *, busy_timeout_ms: int = 30_000, engine_options: Mapping[str, Any] | None = None,
                  clock: Callable[[], float] = time.time) -> None:
-        try:
-            parsed = make_url(url)
-        except ArgumentError:
-            from adk_actors.errors import ConfigError
-
-            raise ConfigError("session_url is not a SQLAlchemy URL", reason="invalid_value",
-                              details={"key": "session_url"}) from None
-        self._url = url
-        self._backend = parsed.get_backend_name()
-        self._busy_timeout_ms = int(busy_timeout_ms)
-        self._engine_options = dict(engine_options or {})
-        self._clock = clock
-        self._reset()
+        super().__init__(url, busy_timeout_ms=busy_timeout_ms, engine_options=engine_options, clock=clock)
 
     def _reset(self) -> None:
-        self._engine: Engine | None = None
-        self._pid = os.getpid()
-        self._open_lock = threading.Lock()
+        super()._reset()
+        # Inherited across a fork, the temp overlay is forgotten along with the parent's connections.
         self._temp_lock = threading.Lock()
         self._temp: dict[tuple[str, str, str], dict[str, Any]] = {}
-
-    # -- descriptor ------------------------------------------------------------------------------------------
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"url": self._url, "busy_timeout_ms": self._busy_timeout_ms,
-                "engine_options": self._engine_options, "clock": self._clock}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["url"], busy_timeout_ms=state["busy_timeout_ms"],  # type: ignore[misc]
-                      engine_options=state["engine_options"], clock=state["clock"])
-
-    def __repr__(self) -> str:
-        return f"SqlSessionService({_safe_url(self._url)!r})"
-
-    @property
-    def url(self) -> str:
-        """The configured URL."""
-        return self._url
-
-    @property
-    def dialect(self) -> str:
-        """``"sqlite"`` or ``"postgresql"`` (or another SQLAlchemy backend name)."""
-        return self._backend
 
     def open(self) -> SqlSessionService:
         """Open the engine and migrate the schema now instead of on first use.
@@ -277,161 +224,18 @@ class SqlSessionService:
         self._get_engine()
         return self
 
-    def close(self) -> None:
-        """Dispose of this process's engine; the next call reopens it."""
-        self._forget_if_forked()
-        with self._open_lock:
-            engine, self._engine = self._engine, None
-        if engine is not None:
-            engine.dispose()
+    def _engine_defaults(self) -> dict[str, Any]:
+        return {"json_serializer": canonical_dumps, "json_deserializer": canonical_loads}
 
-    def schema_version(self) -> int:
-        """The schema version recorded in the database.
+    def _target_version(self) -> int:
+        return SCHEMA_VERSION  # the module's value (migrations are declared beside it)
 
-        Raises:
-            StorageError: the database cannot be read.
-        """
-        return self._read(lambda conn: int(conn.execute(
-            select(schema_table.c.version).where(schema_table.c.component == _COMPONENT)).scalar_one()))
+    def _migration_timestamp(self, conn: Connection) -> Any:
+        return self._clock()
 
-    # -- engine ----------------------------------------------------------------------------------------------
-
-    def _forget_if_forked(self) -> None:
-        if self._pid != os.getpid():
-            # Inherited across a fork: never touch the parent's connections, and forget its temp overlay.
-            inherited = self._engine
-            self._reset()
-            if inherited is not None:
-                inherited.dispose(close=False)
-
-    def _get_engine(self) -> Engine:
-        self._forget_if_forked()
-        engine = self._engine
-        if engine is not None:
-            return engine
-        with self._open_lock:
-            if self._engine is None:
-                self._engine = self._create_engine()
-            return self._engine
-
-    def _create_engine(self) -> Engine:
-        try:
-            url = make_url(self._url)
-            options: dict[str, Any] = {"json_serializer": canonical_dumps, "json_deserializer": canonical_loads,
-                                       **self._engine_options}
-            if self._backend == "sqlite":
-                database = url.database or ""
-                if not database or database == ":memory:" or database.startswith("file:"):
-                    raise StorageError("the SQL session store needs a SQLite file", reason="open_failed",
-                                       details={"operation": "open", "dialect": "sqlite"})
-                os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)
-                options.setdefault("connect_args", {})["timeout"] = self._busy_timeout_ms / 1000
-                engine = create_engine(url, **options)
-                self._install_sqlite_hooks(engine)
-            else:
-                options.setdefault("pool_pre_ping", True)
-                engine = create_engine(url, **options)
-        except AdkError:
-            raise
-        except (SQLAlchemyError, NoSuchModuleError, OSError, ImportError, TypeError, ValueError) as exc:
-            raise self._storage_error("open_failed", exc, "open") from None
-        try:
-            self._migrate(engine)
-        except BaseException as exc:
-            engine.dispose()
-            if isinstance(exc, SQLAlchemyError | OSError):
-                raise self._storage_error("open_failed", exc, "initialize") from None
-            raise
-        return engine
-
-    def _install_sqlite_hooks(self, engine: Engine) -> None:
-        busy = self._busy_timeout_ms
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-            # Let SQLAlchemy's "begin" hook issue BEGIN itself (pysqlite would defer it past the first read).
-            dbapi_conn.isolation_level = None
-            cursor = dbapi_conn.cursor()
-            try:
-                cursor.execute("PRAGMA journal_mode=WAL")
-                cursor.execute(f"PRAGMA busy_timeout={busy}")
-                cursor.execute("PRAGMA foreign_keys=ON")
-            finally:
-                cursor.close()
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: Connection) -> None:
-            conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("adk_read") else "BEGIN IMMEDIATE")
-
-    def _migrate(self, engine: Engine) -> None:
-        with engine.begin() as conn:
-            if engine.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
-            schema_table.create(conn, checkfirst=True)
-            current = conn.execute(select(schema_table.c.version)
-                                   .where(schema_table.c.component == _COMPONENT)).scalar()
-            current = int(current or 0)
-            if current > SCHEMA_VERSION:
-                raise StorageError("the session store was written by a newer version", reason="schema_too_new",
-                                   details={"found": current, "supported": SCHEMA_VERSION})
-            for version in range(current + 1, SCHEMA_VERSION + 1):
-                MIGRATIONS[version](conn)
-            if current == 0:
-                conn.execute(schema_table.insert().values(component=_COMPONENT, version=SCHEMA_VERSION,
-                                                          updated_at=self._clock()))
-            elif current < SCHEMA_VERSION:
-                conn.execute(update(schema_table).where(schema_table.c.component == _COMPONENT)
-                             .values(version=SCHEMA_VERSION, updated_at=self._clock()))
-
-    # -- transactions ----------------------------------------------------------------------------------------
-
-    def _write(self, body: Callable[[Connection], _T]) -> _T:
-        engine = self._get_engine()
-        for attempt in range(_MAX_ATTEMPTS):
-            try:
-                with engine.begin() as conn:
-                    return body(conn)
-            except DBAPIError as exc:
-                if attempt + 1 < _MAX_ATTEMPTS and _retriable(exc):
-                    time.sleep(random.uniform(0, 0.005 * 2 ** attempt))  # jittered backoff before a retry
-                    continue
-                raise self._storage_error("write_failed", exc, "write") from None
-            except SQLAlchemyError as exc:
-                raise self._storage_error("write_failed", exc, "write") from None
-        raise AssertionError("unreachable")
-
-    def _read(self, body: Callable[[Connection], _T]) -> _T:
-        engine = self._get_engine()
-        try:
-            with self._read_conn(engine) as conn:
-                return body(conn)
-        except SQLAlchemyError as exc:
-            raise self._storage_error("read_failed", exc, "read") from None
-
-    @contextmanager
-    def _read_conn(self, engine: Engine) -> Iterator[Connection]:
-        with engine.connect() as conn:
-            if engine.dialect.name == "postgresql":
-                # One snapshot for the session row, its events and the shared state rows.
-                conn = conn.execution_options(isolation_level="REPEATABLE READ")
-            else:
-                conn = conn.execution_options(adk_read=True)
-            with conn.begin():
-                yield conn
-
-    def _storage_error(self, reason: str, exc: BaseException, operation: str) -> StorageError:
-        """A structural ``StorageError``: reason, operation, dialect, the driver's exception class and SQLSTATE.
-
-        The driver's message is never included: drivers echo hosts, user names, file paths, SQL text and
-        sometimes connection strings, none of which may leave the trust boundary.
-        """
-        orig = getattr(exc, "orig", None) or exc
-        details: dict[str, Any] = {"operation": operation, "dialect": self._backend, "error": type(orig).__name__}
-        sqlstate = getattr(orig, "sqlstate", None) or getattr(getattr(orig, "diag", None), "sqlstate", None)
-        if isinstance(sqlstate, str) and sqlstate.isalnum() and len(sqlstate) == 5:
-            details["sqlstate"] = sqlstate
-        return StorageError(f"session store {operation} failed: {type(orig).__name__}", reason=reason,
-                            details=details)
+    def _retriable_integrity(self, exc: DBAPIError, sqlstate: str | None) -> bool:
+        # A duplicate (session_pk, seq) means a concurrent append won the slot: re-read and retry.
+        return sqlstate == "23505" or "adk_session_events" in str(exc.orig)
 
     def _insert(self, conn: Connection, table: Table) -> Any:
         return pg_insert(table) if conn.dialect.name == "postgresql" else sqlite_insert(table)

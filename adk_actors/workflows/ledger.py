@@ -25,12 +25,7 @@ write transaction is ``BEGIN IMMEDIATE``; PostgreSQL locks the invocation row ``
 
 from __future__ import annotations
 
-import os
-import random
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 
@@ -38,29 +33,23 @@ from sqlalchemy import (
     BigInteger,
     Column,
     Connection,
-    Engine,
     Index,
     Integer,
     MetaData,
     String,
     Table,
     Text,
-    create_engine,
     delete,
-    event,
     select,
-    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
 from adk_actors.content.canonical import canonical_dumps, canonical_loads
-from adk_actors.errors import AdkError, ConcurrencyConflict, ConfigError, StorageError, ValidationError, WorkflowError
+from adk_actors.errors import ConcurrencyConflict, ValidationError, WorkflowError
 from adk_actors.sessions.model import validate_name
-from adk_actors.sessions.sql import _retriable, _safe_url
+from adk_actors.storage.sql import SqlStore
 
 __all__ = [
     "FINISH_STATES",
@@ -205,7 +194,7 @@ def _positive_ms(value: Any, what: str) -> int:
     return value
 
 
-class SqlInvocationLedger:
+class SqlInvocationLedger(SqlStore):
     """Durable workflow invocations in a SQL database (SQLite file or PostgreSQL).
 
     Args:
@@ -221,49 +210,22 @@ class SqlInvocationLedger:
         ConfigError: reason ``invalid_value`` when the URL cannot be parsed.
     """
 
+    LABEL = "workflow ledger"
+    URL_KEY = "ledger_url"
+    COMPONENT = _COMPONENT
+    SCHEMA_TABLE = schema_table
+    MIGRATIONS = MIGRATIONS
+    PG_MIGRATION_LOCK = _PG_MIGRATION_LOCK
+    DIALECTS = _DIALECTS
+    MAX_ATTEMPTS = _MAX_ATTEMPTS
+
     def __init__(self, url: str, *, busy_timeout_ms: int = 30_000, engine_options: Mapping[str, Any] | None = None,
                  clock: Callable[[], int] | None = None, max_document_bytes: int = MAX_DOCUMENT_BYTES) -> None:
-        try:
-            parsed = make_url(url)
-        except ArgumentError:
-            raise ConfigError("workflow ledger url is not a SQLAlchemy URL", reason="invalid_value",
-                              details={"key": "ledger_url"}) from None
-        self._url = url
-        self._backend = parsed.get_backend_name()
-        self._busy_timeout_ms = int(busy_timeout_ms)
-        self._engine_options = dict(engine_options or {})
-        self._clock = clock
+        super().__init__(url, busy_timeout_ms=busy_timeout_ms, engine_options=engine_options, clock=clock)
         self._max_document_bytes = int(max_document_bytes)
-        self._reset()
 
-    def _reset(self) -> None:
-        self._engine: Engine | None = None
-        self._pid = os.getpid()
-        self._open_lock = threading.Lock()
-
-    # -- descriptor ------------------------------------------------------------------------------------------
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"url": self._url, "busy_timeout_ms": self._busy_timeout_ms, "engine_options": self._engine_options,
-                "clock": self._clock, "max_document_bytes": self._max_document_bytes}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["url"], busy_timeout_ms=state["busy_timeout_ms"],  # type: ignore[misc]
-                      engine_options=state["engine_options"], clock=state["clock"],
-                      max_document_bytes=state["max_document_bytes"])
-
-    def __repr__(self) -> str:
-        return f"SqlInvocationLedger({_safe_url(self._url)!r})"
-
-    @property
-    def url(self) -> str:
-        """The configured URL."""
-        return self._url
-
-    @property
-    def dialect(self) -> str:
-        """``"sqlite"`` or ``"postgresql"``."""
-        return self._backend
+    def _descriptor(self) -> dict[str, Any]:
+        return {**super()._descriptor(), "max_document_bytes": self._max_document_bytes}
 
     def open(self) -> SqlInvocationLedger:
         """Open the engine and migrate the schema now instead of on first use.
@@ -275,22 +237,11 @@ class SqlInvocationLedger:
         self._get_engine()
         return self
 
-    def close(self) -> None:
-        """Dispose of this process's engine; the next call reopens it."""
-        self._forget_if_forked()
-        with self._open_lock:
-            engine, self._engine = self._engine, None
-        if engine is not None:
-            engine.dispose()
+    def _target_version(self) -> int:
+        return SCHEMA_VERSION  # the module's value (migrations are declared beside it)
 
-    def schema_version(self) -> int:
-        """The schema version recorded in the database.
-
-        Raises:
-            StorageError: the database cannot be read.
-        """
-        return self._read(lambda conn: int(conn.execute(
-            select(schema_table.c.version).where(schema_table.c.component == _COMPONENT)).scalar_one()))
+    def _migration_timestamp(self, conn: Connection) -> Any:
+        return self._now(conn)
 
     def now_ms(self) -> int:
         """The ledger clock (the database clock unless a ``clock`` was injected), in epoch milliseconds.
@@ -593,139 +544,6 @@ class SqlInvocationLedger:
         return pg_insert(invocations_table) if conn.dialect.name == "postgresql" else sqlite_insert(invocations_table)
 
     # -- engine ----------------------------------------------------------------------------------------------
-
-    def _forget_if_forked(self) -> None:
-        if self._pid != os.getpid():
-            inherited = self._engine  # never touch the parent's connections
-            self._reset()
-            if inherited is not None:
-                inherited.dispose(close=False)
-
-    def _get_engine(self) -> Engine:
-        self._forget_if_forked()
-        engine = self._engine
-        if engine is not None:
-            return engine
-        with self._open_lock:
-            if self._engine is None:
-                self._engine = self._create_engine()
-            return self._engine
-
-    def _create_engine(self) -> Engine:
-        if self._backend not in _DIALECTS:
-            raise StorageError("the workflow ledger needs SQLite or PostgreSQL", reason="open_failed",
-                               details={"operation": "open", "dialect": self._backend})
-        try:
-            url = make_url(self._url)
-            options: dict[str, Any] = dict(self._engine_options)
-            if self._backend == "sqlite":
-                database = url.database or ""
-                if not database or database == ":memory:" or database.startswith("file:"):
-                    raise StorageError("the workflow ledger needs a SQLite file", reason="open_failed",
-                                       details={"operation": "open", "dialect": "sqlite"})
-                os.makedirs(os.path.dirname(os.path.abspath(database)), exist_ok=True)
-                options.setdefault("connect_args", {})["timeout"] = self._busy_timeout_ms / 1000
-                engine = create_engine(url, **options)
-                self._install_sqlite_hooks(engine)
-            else:
-                options.setdefault("pool_pre_ping", True)
-                engine = create_engine(url, **options)
-        except AdkError:
-            raise
-        except (SQLAlchemyError, NoSuchModuleError, OSError, ImportError, TypeError, ValueError) as exc:
-            raise self._storage_error("open_failed", exc, "open") from None
-        try:
-            self._migrate(engine)
-        except BaseException as exc:
-            engine.dispose()
-            if isinstance(exc, SQLAlchemyError | OSError):
-                raise self._storage_error("open_failed", exc, "initialize") from None
-            raise
-        return engine
-
-    def _install_sqlite_hooks(self, engine: Engine) -> None:
-        busy = self._busy_timeout_ms
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-            # Let SQLAlchemy's "begin" hook issue BEGIN itself (pysqlite would defer it past the first read).
-            dbapi_conn.isolation_level = None
-            cursor = dbapi_conn.cursor()
-            try:
-                cursor.execute("PRAGMA journal_mode=WAL")
-                cursor.execute(f"PRAGMA busy_timeout={busy}")
-            finally:
-                cursor.close()
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: Connection) -> None:
-            conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("adk_read") else "BEGIN IMMEDIATE")
-
-    def _migrate(self, engine: Engine) -> None:
-        with engine.begin() as conn:
-            if engine.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
-            schema_table.create(conn, checkfirst=True)
-            current = int(conn.execute(select(schema_table.c.version)
-                                       .where(schema_table.c.component == _COMPONENT)).scalar() or 0)
-            if current > SCHEMA_VERSION:
-                raise StorageError("the workflow ledger was written by a newer version", reason="schema_too_new",
-                                   details={"found": current, "supported": SCHEMA_VERSION})
-            for version in range(current + 1, SCHEMA_VERSION + 1):
-                MIGRATIONS[version](conn)
-            now = self._now(conn)
-            if current == 0:
-                conn.execute(schema_table.insert().values(component=_COMPONENT, version=SCHEMA_VERSION,
-                                                          updated_at=now))
-            elif current < SCHEMA_VERSION:
-                conn.execute(update(schema_table).where(schema_table.c.component == _COMPONENT)
-                             .values(version=SCHEMA_VERSION, updated_at=now))
-
-    # -- transactions ----------------------------------------------------------------------------------------
-
-    def _write(self, body: Callable[[Connection], _T]) -> _T:
-        engine = self._get_engine()
-        for attempt in range(_MAX_ATTEMPTS):
-            try:
-                with engine.begin() as conn:
-                    return body(conn)
-            except DBAPIError as exc:
-                if attempt + 1 < _MAX_ATTEMPTS and _retriable(exc):
-                    time.sleep(random.uniform(0, 0.005 * 2 ** attempt))  # jittered backoff before a retry
-                    continue
-                raise self._storage_error("write_failed", exc, "write") from None
-            except SQLAlchemyError as exc:
-                raise self._storage_error("write_failed", exc, "write") from None
-        raise AssertionError("unreachable")
-
-    def _read(self, body: Callable[[Connection], _T]) -> _T:
-        engine = self._get_engine()
-        try:
-            with self._read_conn(engine) as conn:
-                return body(conn)
-        except SQLAlchemyError as exc:
-            raise self._storage_error("read_failed", exc, "read") from None
-
-    @contextmanager
-    def _read_conn(self, engine: Engine) -> Iterator[Connection]:
-        with engine.connect() as conn:
-            if engine.dialect.name == "sqlite":
-                conn = conn.execution_options(adk_read=True)
-            with conn.begin():
-                yield conn
-
-    def _storage_error(self, reason: str, exc: BaseException, operation: str) -> StorageError:
-        """A structural ``StorageError``: reason, operation, dialect, the driver's exception class and SQLSTATE.
-
-        The driver's message is never included: drivers echo hosts, user names, paths, SQL text and URLs.
-        """
-        orig = getattr(exc, "orig", None) or exc
-        details: dict[str, Any] = {"operation": operation, "dialect": self._backend, "error": type(orig).__name__}
-        sqlstate = getattr(orig, "sqlstate", None) or getattr(getattr(orig, "diag", None), "sqlstate", None)
-        if isinstance(sqlstate, str) and sqlstate.isalnum() and len(sqlstate) == 5:
-            details["sqlstate"] = sqlstate
-        return StorageError(f"workflow ledger {operation} failed: {type(orig).__name__}", reason=reason,
-                            details=details)
 
 
 def _not_found(invocation_id: str) -> WorkflowError:
