@@ -7,13 +7,14 @@ before dropping the schema. With ``CI=true`` a missing PostgreSQL fails instead 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,14 +101,15 @@ def pg_schema() -> Iterator[PgSchema]:
         schema.drop()
 
 
-@pytest.fixture
-def sql_url_factory(tmp_dir: Path) -> Iterator[Any]:
-    """``make(kind)`` returns a URL for an empty ``"sqlite"`` file or ``"postgres"`` schema; all are cleaned up."""
+@contextlib.contextmanager
+def sql_urls(directory: Path, prefix: str) -> Iterator[Callable[[str], str]]:
+    """``make(kind)`` returns a URL for an empty ``"sqlite"`` file in ``directory`` or a fresh ``"postgres"``
+    schema; every schema is dropped when the block ends (also used by the workflow ledger's tests)."""
     schemas: list[PgSchema] = []
 
     def make(kind: str) -> str:
         if kind == "sqlite":
-            return f"sqlite:///{tmp_dir / f'sessions-{secrets.token_hex(4)}.db'}"
+            return f"sqlite:///{directory / f'{prefix}-{secrets.token_hex(4)}.db'}"
         schema = PgSchema(_pg_admin())
         schemas.append(schema)
         return schema.url
@@ -117,6 +119,13 @@ def sql_url_factory(tmp_dir: Path) -> Iterator[Any]:
     finally:
         for schema in schemas:
             schema.drop()
+
+
+@pytest.fixture
+def sql_url_factory(tmp_dir: Path) -> Iterator[Any]:
+    """``make(kind)`` returns a URL for an empty ``"sqlite"`` file or ``"postgres"`` schema; all are cleaned up."""
+    with sql_urls(tmp_dir, "sessions") as make:
+        yield make
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

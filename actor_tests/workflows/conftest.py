@@ -6,13 +6,12 @@ URL's ``search_path`` so child processes land in them too, dropped after the tes
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from actor_tests.sessions.conftest import PgSchema, _pg_admin
+from actor_tests.sessions.conftest import sql_urls
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -24,20 +23,8 @@ def sql_kind(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def ledger_url_factory(tmp_path: Path) -> Iterator[Callable[[str], str]]:
     """``make(kind)`` returns a URL for an empty SQLite file or PostgreSQL schema; all are removed afterwards."""
-    schemas: list[PgSchema] = []
-
-    def make(kind: str) -> str:
-        if kind == "sqlite":
-            return f"sqlite:///{tmp_path / f'ledger-{secrets.token_hex(4)}.db'}"
-        schema = PgSchema(_pg_admin())
-        schemas.append(schema)
-        return schema.url
-
-    try:
+    with sql_urls(tmp_path, "ledger") as make:
         yield make
-    finally:
-        for schema in schemas:
-            schema.drop()
 
 
 @pytest.fixture
