@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from adk_actors import runs
 from adk_actors.agents import (
     AgentRef,
     AgentTool,
@@ -30,9 +31,11 @@ from adk_actors.errors import (
     WorkerError,
 )
 from adk_actors.node import open_actor_system, session_service, start
+from adk_actors.runner import Runner
 from adk_actors.runtime.refs import LocalRef
 from adk_actors.runtime.system import ActorSystemHandle, attach, current_system, stop
 from adk_actors.settings import Settings, load_settings
+from adk_actors.tools import FunctionTool, long_running
 
 __all__ = [
     "ActorCrashed",
@@ -43,7 +46,9 @@ __all__ = [
     "AgentTool",
     "AskTimeout",
     "ConfigError",
+    "FunctionTool",
     "LocalRef",
+    "Runner",
     "Settings",
     "SystemNotRunning",
     "WorkerError",
@@ -53,10 +58,12 @@ __all__ = [
     "delegate",
     "invoke",
     "load_settings",
+    "long_running",
     "loop",
     "open_actor_system",
     "parallel",
     "prompt",
+    "runs",
     "sequential",
     "session_service",
     "spawn_agent",

@@ -12,7 +12,7 @@ import pytest
 from adk_actors.agents import agent_history, delegate, describe_agent, invoke, prompt, spawn_agent, stop_agent
 from adk_actors.agents.spec import MAX_TOOL_ROUNDS
 from adk_actors.emulator import Emulator
-from adk_actors.errors import ActorCrashed, AgentError, ProviderError, SchemaError, ToolError
+from adk_actors.errors import ActorCrashed, AgentError, BudgetExceeded, ProviderError, SchemaError, ToolError
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.tools import FunctionTool
 
@@ -239,7 +239,7 @@ def test_a_model_that_never_stops_calling_tools_fails_with_max_tool_rounds(
     emu.set_script({"rules": [{"when": {}, "respond": {"function_calls": [
         {"name": "get_weather", "args": {"city": "Tokyo"}}]}}]})
     agent = spawn(unique("Looping"), config_for(emu), [FunctionTool(get_weather, inline=True)])
-    with pytest.raises(AgentError) as info:
+    with pytest.raises(BudgetExceeded) as info:
         prompt(agent, "go", system=system, timeout=60)
     assert info.value.reason == "max_tool_rounds"
     assert len(emu.requests) == MAX_TOOL_ROUNDS + 1

@@ -29,12 +29,16 @@ import json
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from adk_actors.admission.messages import Release
 from adk_actors.agents.instructions import render_template
 from adk_actors.agents.lanes import Lanes
 from adk_actors.agents.messages import Describe, GetHistory, Invoke, Prompt
+from adk_actors.agents.runner_exec import RunnerMixin, RunnerState
+from adk_actors.agents.runner_turn import CancelTurn, RunnerTurn
 from adk_actors.agents.spec import LEGACY_APP, MAX_TREE_DEPTH, AgentSpec, compile_spec_catalog
 from adk_actors.agents.toolexec import CONFIRMATION_REASON
 from adk_actors.content.canonical import canonical_dumps
@@ -45,8 +49,10 @@ from adk_actors.errors import (
     AdkError,
     AgentError,
     AskTimeout,
+    BudgetExceeded,
     ConfigError,
     ContentError,
+    RunError,
     SchemaError,
     SessionNotFound,
     ToolError,
@@ -101,6 +107,10 @@ class _Turn:
     model_started: float = 0.0
     tool_started: dict[int, float] = field(default_factory=dict)
     telemetry: list[TelemetryEvent] = field(default_factory=list)
+    runner: RunnerState | None = None
+    """Set for a Runner invocation: its session, permit, events and budgets (see ``runner_exec.py``)."""
+    after_config: Callable[[], None] | None = None
+    """What runs once the turn's config is resolved (default: the first model call)."""
 
 
 def _load(token: Any, service: Any, agent: str, key: str) -> list[Any]:
@@ -140,7 +150,7 @@ def _ms(value: int | None) -> float:
     return float("inf") if value is None else value / 1000.0
 
 
-class AgentActor(GenServer):
+class AgentActor(RunnerMixin, GenServer):
     """One agent; see the module docstring."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -171,6 +181,9 @@ class AgentActor(GenServer):
         """Answer every running and queued turn: the agent is exiting (stopped or crashed)."""
         for turn in list(self.lanes.drain()):
             turn.done = True
+            if turn.runner is not None and turn.runner.permit is not None:
+                self.send_to("admission", Release(permit_id=turn.runner.permit.permit_id))
+                turn.runner.permit = None
             if not turn.answered:
                 self._answer(turn, None, ActorCrashed("the agent exited during the turn", reason="agent_exited",
                                                  details={"agent": self.spec.name if self.spec else "?",
@@ -202,12 +215,32 @@ class AgentActor(GenServer):
                                 ancestry=tuple(request.ancestry), scope=scope, state=dict(request.state),
                                 root_global=request.root_global_instruction))
             return DEFERRED
+        if isinstance(request, RunnerTurn):
+            scope = {"app_name": request.app_name, "user_id": request.user_id, "session_id": request.session_id}
+            self._enqueue(_Turn(ctx=ctx, lane=canonical_dumps([request.app_name, request.user_id,
+                                                               request.session_id]),
+                                compat=False, input=request.input, ancestry=(), scope=scope,
+                                runner=RunnerState(request)))
+            return DEFERRED
         if isinstance(request, Describe):
             return {"name": spec.name, "description": spec.description, "sub_agents": list(spec.sub_agent_names()),
                     "tools": [t.name for t in spec.tools]}
         if isinstance(request, GetHistory):
             return copy_json(self.history)[0]
         return super().handle_call(request, ctx)
+
+    def handle_info(self, message: Any, sender: Any) -> None:
+        if isinstance(message, CancelTurn):
+            self._cancel_turn(message)
+            return
+        super().handle_info(message, sender)
+
+    def _cancel_turn(self, message: CancelTurn) -> None:
+        """Cancel a Runner invocation, running or queued (a finished one is left alone)."""
+        for turn in [*self.lanes.active.values(), *(t for q in self.lanes.queues.values() for t in q)]:
+            if turn.runner is not None and turn.runner.request.turn_id == message.turn_id and not turn.done:
+                self._finish(turn, None, RunError("the invocation was cancelled", reason="cancelled",
+                                                  details={"cause": message.reason[:64]}))
 
     # ---- lanes and admission ------------------------------------------------------------------------------------
     def _enqueue(self, turn: _Turn) -> None:
@@ -233,13 +266,19 @@ class AgentActor(GenServer):
         spec = self.spec
         assert spec is not None
         now = time.monotonic()
-        if now > turn.ctx.deadline:  # the asker gave up while the turn was queued
+        if turn.done or now > turn.ctx.deadline:  # cancelled, or the asker gave up while the turn was queued
             turn.done = turn.answered = True
             self._release(turn)
             return
-        turn.deadline = min(turn.ctx.deadline, now + _ms(spec.turn_timeout_ms))
+        limit = spec.turn_timeout_ms
+        if turn.runner is not None and turn.runner.request.options.run_timeout_ms is not None:
+            limit = turn.runner.request.options.run_timeout_ms
+        turn.deadline = min(turn.ctx.deadline, now + _ms(limit))
         turn.started = now
         self._emit(turn, "agent.prompt.start", {})
+        if turn.runner is not None:
+            self._runner_admit(turn)
+            return
         if turn.compat and not self.loaded:
             self._load_conversation(turn)
             return
@@ -273,6 +312,12 @@ class AgentActor(GenServer):
             return
         prior = self.history if turn.compat and spec.history_policy == "include" else []
         turn.history = [*prior, {"role": "user", "content": user_content}]
+        self._resolve_instructions(turn)
+
+    def _resolve_instructions(self, turn: _Turn) -> None:
+        """Render or resolve the turn's instructions, then go on with ``turn.after_config`` (or the model)."""
+        spec = self.spec
+        assert spec is not None
         local, global_ = self._instruction_sources(turn)
         if isinstance(local, CallableRef) or isinstance(global_, CallableRef):
             deadline = self._bounded(turn)
@@ -303,7 +348,10 @@ class AgentActor(GenServer):
         except AdkError as err:
             self._finish(turn, None, err)
             return
-        self._call_model(turn)
+        if turn.after_config is not None:
+            turn.after_config()
+        else:
+            self._call_model(turn)
 
     def _instruction_sources(self, turn: _Turn) -> tuple[Any, Any]:
         """This turn's local and global instruction: a template ``str``, a provider ``CallableRef`` or ``None``.
@@ -368,6 +416,8 @@ class AgentActor(GenServer):
                           details={"agent": self.spec.name})
 
     def _call_model(self, turn: _Turn) -> None:
+        if turn.runner is not None and not self._runner_prepare_call(turn):
+            return
         deadline = self._bounded(turn)
         if deadline is None:
             return
@@ -408,9 +458,17 @@ class AgentActor(GenServer):
         turn.model_started = time.monotonic()
         self._emit(turn, "agent.model.start", {}, model=str(turn.config.get("model", "")))
         after = "after_model" in self.spec.callback_hooks
-        self.io_call(_generate, (turn.config, list(history), self.declarations), deadline,
-                     lambda value, error: self._after_model(turn, value, error) if after and error is None
-                     else self._on_model(turn, value, error))
+
+        def done(value: Any, error: AdkError | None) -> None:
+            if after and error is None:
+                self._after_model(turn, value, error)
+            else:
+                self._on_model(turn, value, error)
+
+        if turn.runner is not None:
+            self._runner_provider(turn, history, deadline, done)
+            return
+        self.io_call(_generate, (turn.config, list(history), self.declarations), deadline, done)
 
     def _after_model(self, turn: _Turn, response: ModelResponse, error: AdkError | None) -> None:
         if turn.done:
@@ -447,6 +505,9 @@ class AgentActor(GenServer):
                     details={"agent": self.spec.name})
             self._finish(turn, None, error or AgentError("no model response", reason="empty_response"))
             return
+        if turn.runner is not None:
+            self._runner_on_model(turn, response)
+            return
         turn.history.append({"role": "model", "content": response.content})
         if not response.function_calls:
             try:
@@ -456,11 +517,16 @@ class AgentActor(GenServer):
                 return
             self._finish(turn, output, None)
             return
+        self._dispatch_calls(turn, response)
+
+    def _dispatch_calls(self, turn: _Turn, response: ModelResponse) -> None:
+        """Check a model answer's function calls as a batch, group them and start the first group."""
+        assert self.spec is not None
         turn.rounds += 1
-        if turn.rounds > self.spec.max_tool_rounds:
-            self._finish(turn, None, AgentError("too many tool rounds in one turn", reason="max_tool_rounds",
-                                                details={"agent": self.spec.name,
-                                                         "max": self.spec.max_tool_rounds}))
+        limit = self.spec.max_tool_rounds if turn.runner is None else turn.runner.request.options.max_tool_rounds
+        if turn.rounds > limit:
+            self._finish(turn, None, BudgetExceeded("too many tool rounds in one turn", reason="max_tool_rounds",
+                                                    details={"agent": self.spec.name, "max": limit}))
             return
         try:  # the whole batch is checked structurally before anything runs
             parts = [FunctionCallPart(name=c["name"], args=c.get("args") or {}, id=c.get("id"))
@@ -474,24 +540,38 @@ class AgentActor(GenServer):
             return
         turn.calls = [dict(c) for c in response.function_calls]
         turn.responses = [None] * len(turn.calls)
-        turn.groups = deque()
-        for index, call in enumerate(turn.calls):
-            # Consecutive parallel-safe calls form one concurrent group; any other call runs alone.
-            if self._parallel_safe(call["name"]) and turn.groups \
-                    and self._parallel_safe(turn.calls[turn.groups[-1][0]]["name"]):
-                turn.groups[-1].append(index)
-            else:
-                turn.groups.append([index])
+        turn.groups = self._group(turn, range(len(turn.calls)))
         self._next_group(turn)
 
-    def _parallel_safe(self, name: str) -> bool:
+    def _group(self, turn: _Turn, indices: Any) -> deque[list[int]]:
+        """Consecutive parallel-safe calls form one concurrent group (at most ``max_concurrency`` under a Runner);
+        any other call runs alone. A confirmation-gated call is a serial barrier."""
+        groups: deque[list[int]] = deque()
+        width = turn.runner.request.options.max_concurrency if turn.runner is not None else 1 << 30
+        previous = False
+        for index in indices:
+            safe = self._parallel_safe(turn, turn.calls[index]["name"])
+            if safe and previous and len(groups[-1]) < width:
+                groups[-1].append(index)
+            else:
+                groups.append([index])
+            previous = safe
+        return groups
+
+    def _parallel_safe(self, turn: _Turn, name: str) -> bool:
         tool = self.tools.get(name)
+        if turn.runner is not None and (turn.runner.request.options.tool_mode == "serial"
+                                        or (tool is not None and tool.confirmation != "never")):
+            return False
         return name in self.sub_names or (tool is not None and (tool.parallel_safe or tool.agent != ""))
 
     def _next_group(self, turn: _Turn) -> None:
         """Start the next group of calls; groups answered synchronously are passed in a loop, not recursively."""
         while not turn.done:
             if not turn.groups:
+                if turn.runner is not None:
+                    self._runner_round_end(turn)
+                    return
                 parts = [r for r in turn.responses if r is not None]
                 turn.history.append({"role": "user", "content": {"schema_version": 1, "parts": parts}})
                 self._call_model(turn)
@@ -530,6 +610,8 @@ class AgentActor(GenServer):
         if deadline is None:
             return
         if name in self.sub_names:
+            if turn.runner is not None and not self._runner_allows_agent(turn, index, name):
+                return
             self._call_agent(turn, index, name, args, deadline)
             return
         entry = self.catalog.get(name)
@@ -541,6 +623,9 @@ class AgentActor(GenServer):
             validated = entry.validate_args(args)
         except SchemaError as err:
             self._failed(turn, index, err)
+            return
+        if turn.runner is not None:
+            self._runner_call_tool(turn, index, tool, validated, deadline)
             return
         if tool.agent:
             self._call_agent(turn, index, tool.agent, validated, deadline)
@@ -571,8 +656,13 @@ class AgentActor(GenServer):
                 error = ToolError("the tool passed its deadline", reason="tool_timeout")
             self._failed(turn, index, error)
             return
+        if turn.runner is not None and isinstance(value, dict) and value.get("type") == "suspension":
+            self._runner_suspend(turn, index, value)
+            return
         if not isinstance(value, dict) or value.get("type") != "function_response":
             self._failed(turn, index, ToolError("the tool result is malformed", reason="invalid_tool_result"))
+            return
+        if turn.runner is not None and not self._runner_allows_result(turn, index, value):
             return
         self._respond(turn, index, value)
 
@@ -620,6 +710,13 @@ class AgentActor(GenServer):
         if turn.done:
             return
         turn.done = True
+        if turn.runner is not None:
+            self._runner_end(turn, value, error)  # boundary events, temp state and permit, then _complete
+            return
+        self._complete(turn, value, error)
+
+    def _complete(self, turn: _Turn, value: Any, error: AdkError | None) -> None:
+        """The turn's end: telemetry, the compatibility conversation, the answer, the lane."""
         self.turns_done += 1
         duration = {"duration_ms": round((time.monotonic() - turn.started) * 1000, 3)} if turn.started else {}
         if error is None:

@@ -22,14 +22,33 @@ from adk_actors.tools import (
     failed_function_response,
     tool_result_response,
 )
+from adk_actors.tools.suspension import suspension_of
 
-__all__ = ["CONFIRMATION_REASON", "execute_tool"]
+__all__ = ["CONFIRMATION_REASON", "LONG_RUNNING_REASON", "check_gate", "execute_tool"]
 
 CONFIRMATION_REASON = "tool_confirmation_requires_runner"
+LONG_RUNNING_REASON = "long_running_requires_runner"
+
+
+def check_gate(payload: bytes, args: dict[str, Any], call_id: str | None, context: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate a tool's argument-dependent confirmation gate (a worker job under a Runner).
+
+    Returns ``{"required": bool, "hint": str}``, or ``{"error": reason}`` when the gate is malformed or raised
+    (the Runner then fails the call closed: a broken gate never lets a call through).
+    """
+    try:
+        tool = cloudpickle.loads(payload)
+        gate = confirmation_for(tool, args, ToolContext(function_call_id=call_id, **context))
+        return {"required": gate.required, "hint": gate.hint or ""}
+    except AdkError as err:
+        return {"error": err.reason}
+    except Exception:
+        return {"error": "confirmation_failed"}
 
 
 def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str | None,
-                 context: dict[str, Any], callbacks: list[str | bytes] | None = None) -> dict[str, Any]:
+                 context: dict[str, Any], callbacks: list[str | bytes] | None = None,
+                 runner: bool = False) -> dict[str, Any]:
     """Run one validated tool call and return its function-response part as a dict.
 
     Args:
@@ -40,11 +59,14 @@ def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str |
         context: ``ToolContext`` fields (``invocation_id``, ``agent_name``, ``app_name``, ``user_id``,
             ``session_id``, ``state``: the invocation's read-only state snapshot).
         callbacks: Callback names whose ``before_tool`` / ``after_tool`` hooks wrap the call.
+        runner: Under a Runner, which has evaluated the confirmation gate before this job (and resumes an approved
+            call here): the gate is not evaluated again, and a :func:`~adk_actors.tools.long_running` result
+            comes back as ``{"type": "suspension", "operation_id", "message"}``. Off a Runner both fail closed.
     """
     try:
         tool = cloudpickle.loads(payload)
         ctx = ToolContext(function_call_id=call_id, **context)
-        if confirmation_for(tool, args, ctx).required:
+        if not runner and confirmation_for(tool, args, ctx).required:
             error: BaseException = ToolError("the tool needs confirmation, which needs a runner",
                                              reason=CONFIRMATION_REASON)
             return failed_function_response(name, call_id, error).to_dict()
@@ -56,6 +78,12 @@ def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str |
             if decision["action"] == "replace" and isinstance(decision["value"], dict):
                 args = decision["value"]
         part = call_tool_sync(tool, FunctionCallPart(name=name, args=args, id=call_id), ctx)
+        suspension = suspension_of(part.response)
+        if suspension is not None:
+            if runner:
+                return {"type": "suspension", **suspension}
+            return failed_function_response(name, call_id, ToolError(
+                "the tool suspends as long-running work, which needs a runner", reason=LONG_RUNNING_REASON)).to_dict()
         if callbacks:
             decision = run_hook(callbacks, "after_tool", [name, copy_json(args)[0], dict(view),
                                                           copy_json(part.response)[0]])

@@ -182,6 +182,9 @@ class EventActions:
     """Whether the author escalates to its parent (ends a loop)."""
     context_effects: tuple[dict[str, Any], ...] = ()
     """Opaque JSON maps describing context changes (compaction, rewinds) for the context engine."""
+    runtime_policy_decision: dict[str, Any] | None = None
+    """On a ``system`` audit event: the immutable record of a runtime-policy denial (ids, policy fingerprint,
+    operation, subject, outcome/reason, byte counts; never arguments, content or credentials)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state_delta", _json_map(self.state_delta, "actions.state_delta"))
@@ -194,17 +197,23 @@ class EventActions:
             raise _type_fail("actions.context_effects", "list", effects)
         object.__setattr__(self, "context_effects",
                            tuple(_json_map(e, f"actions.context_effects[{i}]") for i, e in enumerate(effects)))
+        object.__setattr__(self, "runtime_policy_decision",
+                           _opt_json_map(self.runtime_policy_decision, "actions.runtime_policy_decision"))
 
     def is_empty(self) -> bool:
         """Whether no action is set."""
         return self == EventActions()
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (every key present; absent values are ``null``/``false``/empty)."""
-        return {"state_delta": copy_json(self.state_delta)[0],
+        """The JSON form (every key present; absent values are ``null``/``false``/empty), plus
+        ``runtime_policy_decision`` on audit events only."""
+        data = {"state_delta": copy_json(self.state_delta)[0],
                 "pause": None if self.pause is None else self.pause.to_dict(),
                 "transfer_to_agent": self.transfer_to_agent, "escalate": self.escalate,
                 "context_effects": [copy_json(e)[0] for e in self.context_effects]}
+        if self.runtime_policy_decision is not None:
+            data["runtime_policy_decision"] = copy_json(self.runtime_policy_decision)[0]
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> EventActions:
@@ -213,14 +222,14 @@ class EventActions:
         Raises:
             EventError: reason ``invalid_event`` or ``unknown_key``.
         """
-        _check_keys(data, "actions", _ACTION_KEYS)
+        _check_keys(data, "actions", _ACTION_KEYS, frozenset({"runtime_policy_decision"}))
         effects = data["context_effects"]
         if not isinstance(effects, list):
             raise _type_fail("actions.context_effects", "list", effects)
         return cls(state_delta=data["state_delta"],
                    pause=None if data["pause"] is None else Pause.from_dict(data["pause"]),
                    transfer_to_agent=data["transfer_to_agent"], escalate=data["escalate"],
-                   context_effects=tuple(effects))
+                   context_effects=tuple(effects), runtime_policy_decision=data.get("runtime_policy_decision"))
 
     def redacted(self) -> EventActions:
         """A copy whose state delta, pause details and context effects have secret-named keys pruned."""

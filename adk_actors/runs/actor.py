@@ -5,10 +5,11 @@ the caller, so the caller may disconnect or die while the run goes on. The actor
 :class:`~adk_actors.runs.logic.RunLog` and subscriptions; the *body* (a picklable object: the Runner's turn
 driver, or a test body) does the work through a :class:`RunContext` and never blocks.
 
-Accepts: calls ``RunStatus``, ``WaitRun`` (deferred until terminal), ``SubscribeRun``, ``CancelRun``; tells
-``AckRun``, ``UnsubscribeRun``. Emits: ``RunMessage`` to subscribers, ``RunStarted`` / ``RunFinished`` to the
-run index (``runs``). After the terminal outcome the actor stays for ``retention_ms`` (status, wait and late
-subscribers), then exits.
+Accepts: calls ``RunStatus``, ``WaitRun`` (deferred until terminal), ``SubscribeRun``, ``CancelRun``,
+``ResumeRun`` (a paused run hands out the body of its resumed successor, once); tells ``AckRun``,
+``UnsubscribeRun``; any other message goes to the body's ``on_message(run, message)`` (the Runner's events).
+Emits: ``RunMessage`` to subscribers, ``RunStarted`` / ``RunFinished`` to the run index (``runs``). After the
+terminal outcome the actor stays for ``retention_ms`` (status, wait and late subscribers), then exits.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from adk_actors.runs.logic import (
 from adk_actors.runs.messages import (
     AckRun,
     CancelRun,
+    ResumeRun,
     RunFinished,
     RunMessage,
     RunOptions,
@@ -87,6 +89,11 @@ class RunContext:
     def done(self) -> bool:
         return self._actor.log.done
 
+    @property
+    def ref(self) -> Any:
+        """This run actor's ref (a sink other actors can send the body's messages to)."""
+        return self._actor.my_ref()
+
     def emit(self, event: Any) -> int:
         """Append an event (delivered to subscribers); returns its sequence number."""
         return self._actor.emit(event)
@@ -133,6 +140,7 @@ class RunActor(GenServer):
         self.context = RunContext(self)
         self.created_at = time.time()
         self.finished_at = 0.0
+        self.resumed_to = ""
 
     def init(self, args: Any) -> Any:
         if not isinstance(args, RunArgs):
@@ -202,6 +210,8 @@ class RunActor(GenServer):
             self.reply(ctx, {"subscription_id": request.subscription_id, "last_seq": self.log.last_seq})
             self._deliver()
             return DEFERRED
+        if isinstance(request, ResumeRun):
+            return self._claim_resume(request)
         if isinstance(request, CancelRun):
             if not self.log.done:
                 self._body("cancel", request.reason)
@@ -218,8 +228,27 @@ class RunActor(GenServer):
                 self._deliver()
         elif isinstance(message, UnsubscribeRun):
             self.subs.pop(message.subscription_id, None)
+        elif hasattr(self.args.body, "on_message"):
+            self._body("on_message", message)
         else:
             super().handle_info(message, sender)
+
+    def _claim_resume(self, request: ResumeRun) -> Any:
+        outcome = self.log.outcome
+        if not isinstance(outcome, Paused):
+            raise RunError("only a paused run can be resumed", reason="not_paused",
+                           details={"run_id": self.args.run_id,
+                                    "state": "running" if outcome is None else type(outcome).__name__.lower()})
+        if self.resumed_to:
+            raise RunError("the run was already resumed", reason="already_resumed",
+                           details={"run_id": self.args.run_id, "resumed_to": self.resumed_to})
+        resumed = getattr(self.args.body, "resumed", None)
+        if resumed is None:
+            raise RunError("this run's body cannot be resumed", reason="not_resumable",
+                           details={"run_id": self.args.run_id})
+        body = resumed(outcome.event, request.response)  # validation errors leave the run resumable
+        self.resumed_to = request.new_run_id
+        return body
 
     def _deliver(self) -> None:
         for sub_id, sub in list(self.subs.items()):
@@ -236,7 +265,7 @@ class RunActor(GenServer):
         return {"run_id": self.args.run_id, "state": state, "last_seq": self.log.last_seq,
                 "dropped_events": self.log.dropped, "subscribers": len(self.subs), "created_at": self.created_at,
                 "finished_at": self.finished_at or None, "parent_run_id": self.args.parent_run_id or None,
-                "outcome": outcome}
+                "resumed_to": self.resumed_to or None, "outcome": outcome}
 
     def terminate(self, reason: str) -> None:
         if not self.log.done:  # the actor itself crashed, or was stopped from outside: record exactly one outcome

@@ -21,6 +21,7 @@ from adk_actors.runs.messages import (
     CancelRun,
     IndexLookup,
     IndexWait,
+    ResumeRun,
     RunMessage,
     RunOptions,
     RunStatus,
@@ -32,7 +33,7 @@ from adk_actors.runtime.procs import pid_alive
 from adk_actors.runtime.refs import LocalRef, place
 from adk_actors.runtime.system import ActorSystemHandle, current_system
 
-__all__ = ["RunItem", "cancel", "start", "status", "subscribe", "wait"]
+__all__ = ["RunItem", "cancel", "resume", "start", "status", "subscribe", "wait"]
 
 _RUN_ACTOR = "adk_actors.runs.actor.RunActor"
 _SLICE = 0.05
@@ -55,13 +56,23 @@ def _ref(handle: ActorSystemHandle, run_id: str) -> LocalRef:
     return LocalRef(place(run_id, handle.settings.hosts), run_id)
 
 
-def start(body: Any, *, run_id: str | None = None, retention_ms: int = 60000, max_buffered_events: int = 256,
+def start(body: Any, user_id: str | None = None, session_id: str | None = None, input: Any = None, *,
+          run_id: str | None = None, retention_ms: int = 60000, max_buffered_events: int = 256,
           parent_run_id: str = "", system: ActorSystemHandle | None = None, timeout: float | None = None) -> str:
-    """Start a stable run executing ``body`` (a picklable run body); returns its id.
+    """Start a stable run; returns its id. The run is not owned by the caller: it survives the caller's exit.
+
+    ``body`` is a :class:`~adk_actors.runner.Runner` (then ``user_id``, ``session_id`` and ``input`` say what to
+    run: one Runner invocation whose events are the run's events) or any picklable run body.
 
     Raises:
         RunError: ``invalid_run_options``; ``already_started`` when ``run_id`` is live.
     """
+    as_body = getattr(body, "run_body", None)
+    if callable(as_body):
+        body = as_body(user_id, session_id, input)
+    elif user_id is not None or session_id is not None or input is not None:
+        raise RunError("user_id, session_id and input go with a Runner", reason="invalid_run_options",
+                       details={"key": "body"})
     if isinstance(retention_ms, bool) or not isinstance(retention_ms, int) or retention_ms < 0:
         raise RunError("retention_ms must be a non-negative integer", reason="invalid_run_options",
                        details={"key": "retention_ms"})
@@ -75,6 +86,26 @@ def start(body: Any, *, run_id: str | None = None, retention_ms: int = 60000, ma
                    parent_run_id=parent_run_id)
     handle.spawn(_RUN_ACTOR, args, id=run_id, restart="temporary", timeout=timeout)
     return run_id
+
+
+def resume(run_id: str, response: Any, *, retention_ms: int = 60000, max_buffered_events: int = 256,
+           system: ActorSystemHandle | None = None, timeout: float | None = None) -> str:
+    """Resume a paused run into a new run (returned); the paused run records ``resumed_to``, the new one
+    ``parent_run_id``.
+
+    Raises:
+        RunError: ``not_paused``; ``already_resumed`` (``details["resumed_to"]``); ``not_resumable``;
+            the body's validation of ``response`` (e.g. ``invalid_resume_response``), which consumes nothing.
+        RunNotFound: no such run, or it is past its retention.
+    """
+    handle = _system(system)
+    new_run_id = uuid.uuid4().hex
+    try:
+        body = _ask_run(handle, run_id, ResumeRun(new_run_id=new_run_id, response=response), timeout)
+    except ActorCrashed:
+        raise RunNotFound("the run is not reachable", details={"run_id": run_id}) from None
+    return start(body, run_id=new_run_id, retention_ms=retention_ms, max_buffered_events=max_buffered_events,
+                 parent_run_id=run_id, system=handle, timeout=timeout)
 
 
 def _ask_run(handle: ActorSystemHandle, run_id: str, request: Any, timeout: float | None) -> Any:

@@ -95,3 +95,14 @@ class IndexWait:
 
     run_id: str
     details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeRun:
+    """Claim a paused run for a resume into the run ``new_run_id``; answered with the new run's body.
+
+    The paused run stays immutable apart from ``resumed_to``; a second claim fails with ``already_resumed``.
+    """
+
+    new_run_id: str
+    response: Any

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from adk_actors.errors import ProviderError
 
@@ -37,13 +39,21 @@ class CancelToken:
     cancellation is shut down at once, so there is no window in which a call can start talking after a cancel.
     """
 
-    __slots__ = ("_event", "_lock", "_reason", "_sockets")
+    __slots__ = ("_event", "_lock", "_reason", "_sockets", "progress")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._event = threading.Event()
         self._sockets: set[socket.socket] = set()
         self._reason: str | None = None
+        self.progress: Callable[[Any], None] | None = None
+        """Set by the runtime's I/O pool: ``progress(value)`` delivers an intermediate value to the caller's
+        ``on_progress`` (in order, before the final result); ``None`` outside the pool."""
+
+    def report(self, value: Any) -> None:
+        """Deliver ``value`` to the owner's ``on_progress`` (a no-op when the call has no progress channel)."""
+        if self.progress is not None:
+            self.progress(value)
 
     def __repr__(self) -> str:
         return f"CancelToken(cancelled={self.cancelled}, reason={self._reason!r})"

@@ -425,9 +425,10 @@ class Host(GenServer):
         if self.io is None or self.io.read_fd not in fds:
             return
         for result in self.io.drain():
-            owner = self.io_owner.pop(result.io_id, None)
+            owner = (self.io_owner.get(result.io_id) if result.progress
+                     else self.io_owner.pop(result.io_id, None))
             if owner is not None:
-                self.outbox.append((owner[0], IoDone(owner[1], result.value, result.error)))
+                self.outbox.append((owner[0], IoDone(owner[1], result.value, result.error, result.progress)))
         self._drain()
 
     # ---- introspection -----------------------------------------------------------------------------------------

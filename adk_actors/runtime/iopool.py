@@ -30,6 +30,8 @@ class IoResult:
     io_id: int
     value: Any
     error: AdkError | None
+    progress: bool = False
+    """An intermediate value reported with ``token.report(value)``; the final result follows later."""
 
 
 @dataclass(slots=True)
@@ -58,8 +60,10 @@ class IOPool:
 
     # ---- owner side (the actor's thread) --------------------------------------------------------------------
     def submit(self, io_id: int, fn: Callable[..., Any], *args: Any) -> CancelToken:
-        """Run ``fn(token, *args)`` on a pool thread; its result arrives through :meth:`drain`."""
+        """Run ``fn(token, *args)`` on a pool thread; its result arrives through :meth:`drain`, preceded by any
+        values ``fn`` reported with ``token.report(value)`` (in order)."""
         token = CancelToken()
+        token.progress = lambda value: self._finish(IoResult(io_id, value, None, progress=True))
         job = _Job(io_id, fn, args, token)
         with self._lock:
             self._tokens[io_id] = token

@@ -124,6 +124,8 @@ class IoDone:
     io_id: int
     value: Any
     error: AdkError | None
+    progress: bool = False
+    """An intermediate value (``token.report``); the call is still running."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +232,7 @@ class GenServer(Actor):
         self._timers: set[int] = set()
         self._pending: dict[str, tuple[OnReply, int]] = {}
         self._io_pending: dict[int, tuple[OnReply, int]] = {}
+        self._io_progress: dict[int, Callable[[Any], None]] = {}
         self._io_ids = itertools.count(1)
         self._port: Any = Tier1Port(self)
         self.tier = 1
@@ -305,14 +308,19 @@ class GenServer(Actor):
         """This actor's ref: its address at tier 1, its ``LocalRef`` at tier 2."""
         return self._port.ref
 
-    def io_call(self, fn: Callable[..., Any], args: tuple[Any, ...], deadline: float, on_done: OnReply) -> int:
+    def io_call(self, fn: Callable[..., Any], args: tuple[Any, ...], deadline: float, on_done: OnReply,
+                on_progress: Callable[[Any], None] | None = None) -> int:
         """Run blocking ``fn(cancel_token, *args)`` on the I/O threads; ``on_done`` runs exactly once later.
 
-        At the deadline the call is cancelled (its sockets shut down) and ``on_done`` gets ``AskTimeout``.
+        At the deadline the call is cancelled (its sockets shut down) and ``on_done`` gets ``AskTimeout``. Values
+        ``fn`` reports with ``cancel_token.report(value)`` reach ``on_progress`` in order, before ``on_done``
+        (dropped when no ``on_progress`` was given).
         """
         io_id = next(self._io_ids)
         timer = self.start_timer(max(0.0, deadline - time.monotonic()), _IoExpired(io_id))
         self._io_pending[io_id] = (on_done, timer)
+        if on_progress is not None:
+            self._io_progress[io_id] = on_progress
         self._port.submit_io(io_id, fn, args)
         return io_id
 
@@ -408,7 +416,7 @@ class GenServer(Actor):
             ready = list(message.ready)
             if self.tier == 1 and self._port.io_pool is not None and self._port.io_pool.read_fd in ready:
                 for result in self._port.io_pool.drain():
-                    self._on_io(IoDone(result.io_id, result.value, result.error))
+                    self._on_io(IoDone(result.io_id, result.value, result.error, result.progress))
                 ready.remove(self._port.io_pool.read_fd)
             if ready:
                 self.handle_ready(ready)
@@ -488,6 +496,12 @@ class GenServer(Actor):
             on_reply(None, message.error)
 
     def _on_io(self, done: IoDone) -> None:
+        if done.progress:
+            on_progress = self._io_progress.get(done.io_id)
+            if on_progress is not None and done.io_id in self._io_pending:
+                on_progress(done.value)
+            return
+        self._io_progress.pop(done.io_id, None)
         entry = self._io_pending.pop(done.io_id, None)
         if entry is None:
             return
@@ -507,6 +521,7 @@ class GenServer(Actor):
             return
         if isinstance(fire.message, _IoExpired):
             entry = self._io_pending.pop(fire.message.io_id, None)
+            self._io_progress.pop(fire.message.io_id, None)
             if entry is not None:
                 self._port.cancel_io(fire.message.io_id)
                 entry[0](None, AskTimeout("blocking call deadline passed", details={"io_id": fire.message.io_id}))

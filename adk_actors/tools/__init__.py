@@ -33,6 +33,7 @@ from adk_actors.tools.responses import (
     result_payload,
     tool_result_response,
 )
+from adk_actors.tools.suspension import long_running
 
 __all__ = [
     "MAX_HINT_CHARS",
@@ -54,6 +55,7 @@ __all__ = [
     "invoke_tool_sync",
     "is_inline",
     "is_parallel_safe",
+    "long_running",
     "parse_docstring",
     "result_payload",
     "schema_for_annotation",

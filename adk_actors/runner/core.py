@@ -1,0 +1,259 @@
+"""``Runner`` and the run body that drives one Runner invocation inside a stable run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from adk_actors.agents.api import AgentLike, _input, _ref, _system
+from adk_actors.agents.runner_turn import (
+    CancelTurn,
+    ResumeSpec,
+    RunnerOptions,
+    RunnerTurn,
+    TurnEvent,
+    TurnResult,
+    open_pauses,
+    pause_key,
+    runner_options,
+    select_pause,
+)
+from adk_actors.errors import AdkError, ConcurrencyConflict, RunError, ValidationError
+from adk_actors.events import Event
+from adk_actors.runs import api as runs_api
+from adk_actors.runs.actor import RunContext
+from adk_actors.runs.logic import Cancelled, Completed, Failed, Paused, ReplayGap
+from adk_actors.runtime.system import ActorSystemHandle
+from adk_actors.sessions.model import SessionRef, validate_name
+from adk_actors.tools.suspension import TERMINAL_STATUSES
+
+__all__ = ["Runner", "RunnerBody"]
+
+_SLACK_S = 5.0
+_STREAM_BUFFER = 4096
+
+
+class Runner:
+    """Runs an agent against one session per call; see the package docstring and ``docs/RUNNER.md``.
+
+    Args:
+        agent: The agent (``AgentRef`` or name).
+        app_name: The application the sessions belong to.
+        session_service: A session service (``adk_actors.session_service()`` or a ``SqlSessionService``).
+        system: The actor system (default: the current one); not part of the pickled value.
+        **options: ``run_timeout`` (ms), ``max_llm_calls``, ``max_tool_rounds``, ``streaming_mode``,
+            ``max_stream_output_bytes``, ``tool_execution``, ``context_policy``, ``admission_control``,
+            ``runtime_policy`` (see :func:`~adk_actors.agents.runner_turn.runner_options`).
+
+    Raises:
+        ConfigError: ``unknown_key`` / ``invalid_value`` naming the option; ``context_compress_unsupported``.
+        ValidationError: an invalid ``app_name``.
+    """
+
+    def __init__(self, agent: AgentLike, app_name: str, session_service: Any, *,
+                 system: ActorSystemHandle | None = None, **options: Any) -> None:
+        self.app_name = validate_name(app_name, "app_name")
+        self.agent_name = str(agent)
+        self.session_service = session_service
+        self.options: RunnerOptions = runner_options(**options)
+        self._system = system
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"app_name": self.app_name, "agent_name": self.agent_name, "session_service": self.session_service,
+                "options": self.options, "_system": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        return f"Runner(agent={self.agent_name!r}, app_name={self.app_name!r})"
+
+    # ---- helpers ------------------------------------------------------------------------------------------------
+    def _handle(self) -> ActorSystemHandle:
+        return _system(self._system)
+
+    def _timeout(self, handle: ActorSystemHandle, timeout: float | None) -> float:
+        if timeout is not None:
+            return timeout
+        limit = self.options.run_timeout_ms
+        if limit is None:
+            node = handle.settings.agent_turn_timeout_ms
+            limit = 3_600_000 if node == "infinity" else int(node)
+        return limit / 1000.0 + _SLACK_S
+
+    def turn(self, user_id: str, session_id: str, *, input: Any = None, resume: ResumeSpec | None = None,
+             sink: Any = None, run_id: str = "") -> RunnerTurn:
+        """The agent message of one invocation (used by :meth:`run` and by stable runs)."""
+        return RunnerTurn(app_name=self.app_name, user_id=validate_name(user_id, "user_id"),
+                          session_id=validate_name(session_id, "session_id"), session_service=self.session_service,
+                          options=self.options, input=input, resume=resume, sink=sink, run_id=run_id)
+
+    def _ask(self, request: RunnerTurn, timeout: float | None) -> Any:
+        handle = self._handle()
+        result: TurnResult = handle.ask(_ref(self.agent_name, handle).ref, request, self._timeout(handle, timeout))
+        return Paused(result.event) if result.kind == "paused" else result.output
+
+    # ---- the API -------------------------------------------------------------------------------------------------
+    def run(self, user_id: str, session_id: str, input: Any, *, timeout: float | None = None) -> Any:
+        """One invocation; returns the output (text or content) or ``runs.Paused(event)``.
+
+        Raises:
+            PolicyDenied: admission (``busy``, ``admission_timeout``) or runtime policy denials.
+            BudgetExceeded: ``max_llm_calls``, ``max_tool_rounds``, ``max_stream_output_bytes``,
+                ``context_budget_exceeded``; ValidationError ``request_context_budget_exceeded``.
+            AdkError: provider, schema and timeout errors as for ``invoke``.
+        """
+        return self._ask(self.turn(user_id, session_id, input=_input(input)), timeout)
+
+    def resume(self, user_id: str, session_id: str, continuation_or_invocation_id: str | None, response: Any, *,
+               timeout: float | None = None) -> Any:
+        """Resume a paused invocation (by continuation id or invocation id; ``None`` when the session has exactly
+        one pause) with ``response``; returns like :meth:`run`.
+
+        Raises:
+            RunError: ``no_paused_invocation`` (none, or already resumed), ``ambiguous_paused_invocation``.
+            ValidationError: ``invalid_resume_response`` (the continuation stays resumable).
+        """
+        spec = ResumeSpec(key=continuation_or_invocation_id or "", response=response)
+        return self._ask(self.turn(user_id, session_id, resume=spec), timeout)
+
+    def stream(self, user_id: str, session_id: str, input: Any, *, timeout: float | None = None) -> Iterator[Event]:
+        """One invocation as a stable run, yielding each stored event (partials, model and tool events, the final
+        or pause event). A paused invocation ends the iteration after its pause event.
+
+        Raises:
+            RunError: reason of a failed run (``details["type"]`` names the error class), ``cancelled``.
+        """
+        handle = self._handle()
+        run_id = runs_api.start(self, user_id, session_id, _input(input), max_buffered_events=_STREAM_BUFFER,
+                                system=handle)
+        yield from events_of(run_id, handle, self._timeout(handle, timeout))
+
+    def update_long_running(self, user_id: str, session_id: str, invocation_id: str, operation_id: str,
+                            update: Mapping[str, Any]) -> Event:
+        """Record a non-terminal progress update of a paused long-running call (a partial function-response
+        event), atomically ordered against the terminal resume.
+
+        Raises:
+            RunError: ``no_paused_invocation`` (none open, or resumed meanwhile).
+            ValidationError: ``invalid_resume_response`` (wrong operation id, a terminal status, not JSON).
+        """
+        ref = SessionRef(app_name=self.app_name, user_id=user_id, session_id=session_id)
+        session = self.session_service.get_session(ref)
+        found = select_pause([p for p in open_pauses(session.events, session.state)
+                              if p.event.actions.pause is not None
+                              and p.event.actions.pause.reason == "long_running"], invocation_id)
+        pause = found.event.actions.pause
+        assert pause is not None
+        if not isinstance(update, Mapping) or update.get("operation_id") != pause.details.get("operation_id") \
+                or update.get("status") in TERMINAL_STATUSES:
+            raise ValidationError("a progress update names the paused operation and is not terminal",
+                                  reason="invalid_resume_response", details={"rule": "progress_update"})
+        part = {"type": "function_response", "name": pause.details["function_name"],
+                "id": pause.details.get("call_id") or None, "response": dict(update)}
+        event = Event.new(invocation_id=found.invocation_id, author=found.event.author,
+                          content={"schema_version": 1, "parts": [part]}, partial=True)
+        try:
+            self.session_service.add_event_if_state(ref, event, {pause_key(found.continuation_id): "open"})
+        except ConcurrencyConflict:
+            raise RunError("the paused invocation was already resumed", reason="no_paused_invocation") from None
+        return event
+
+    def run_body(self, user_id: Any, session_id: Any, input: Any) -> RunnerBody:
+        """The stable-run body of one invocation (what ``runs.start(runner, user_id, session_id, input)`` runs)."""
+        if not isinstance(user_id, str) or not isinstance(session_id, str):
+            raise RunError("a Runner run needs user_id and session_id", reason="invalid_run_options",
+                           details={"key": "user_id"})
+        self.turn(user_id, session_id)  # validates the names now, in the caller
+        return RunnerBody(runner=self, user_id=user_id, session_id=session_id, input=_input(input))
+
+
+def events_of(run_id: str, handle: ActorSystemHandle, idle_timeout: float) -> Iterator[Event]:
+    """The events of a Runner run until its terminal outcome (raised as ``RunError`` unless completed/paused)."""
+    for item in runs_api.subscribe(run_id, idle_timeout=idle_timeout, system=handle):
+        if isinstance(item.item, ReplayGap):
+            raise RunError("stream events were dropped", reason="replay_gap",
+                           details={"from_seq": item.item.from_seq, "resumes_at": item.item.resumes_at})
+        if not item.terminal:
+            yield item.item
+            continue
+        outcome = item.item
+        if isinstance(outcome, Completed | Paused):
+            return
+        if isinstance(outcome, Cancelled):
+            raise RunError("the run was cancelled", reason="cancelled", details={"cause": outcome.reason})
+        if isinstance(outcome, Failed):
+            raise RunError("the run failed", reason=outcome.reason, details=dict(outcome.details))
+        return
+
+
+@dataclass
+class RunnerBody:
+    """The body of a stable run executing one Runner invocation (new input or a resume)."""
+
+    runner: Runner
+    user_id: str
+    session_id: str
+    input: Any = None
+    resume: ResumeSpec | None = None
+    turn_id: str = ""
+    received: int = 0
+    result: TurnResult | None = None
+    pending: dict[int, Event] = field(default_factory=dict)
+
+    def start(self, run: RunContext) -> None:
+        request = self.runner.turn(self.user_id, self.session_id, input=self.input, resume=self.resume,
+                                   sink=run.ref, run_id=run.run_id)
+        self.turn_id = request.turn_id
+        limit = self.runner.options.run_timeout_ms
+        seconds = 3600.0 if limit is None else limit / 1000.0
+        run.call(self.runner.agent_name, request, time.monotonic() + seconds + _SLACK_S,
+                 lambda v, e: self._answered(run, v, e))
+
+    def on_message(self, run: RunContext, message: Any) -> None:
+        if not isinstance(message, TurnEvent) or message.turn_id != self.turn_id or run.done:
+            return
+        self.pending[message.index] = message.event
+        while self.received + 1 in self.pending:  # events leave in the agent's order
+            self.received += 1
+            run.emit(self.pending.pop(self.received))
+        self._settle(run)
+
+    def _answered(self, run: RunContext, value: Any, error: AdkError | None) -> None:
+        if run.done:
+            return
+        if error is not None:
+            run.fail(error.reason, {"type": type(error).__name__, **_structural(error.details)})
+            return
+        self.result = value
+        self._settle(run)
+
+    def _settle(self, run: RunContext) -> None:
+        result = self.result
+        if result is None or self.received < result.events or run.done:
+            return
+        if result.kind == "paused":
+            run.pause(result.event)
+        else:
+            run.complete(result.output)
+
+    def cancel(self, run: RunContext, reason: str) -> None:
+        if self.turn_id:
+            run.send_to(self.runner.agent_name, CancelTurn(turn_id=self.turn_id, reason=reason))
+
+    def resumed(self, pause_event: Any, response: Any) -> RunnerBody:
+        """The body of the run that resumes this paused one with ``response`` (validated by the agent)."""
+        pause = getattr(getattr(pause_event, "actions", None), "pause", None)
+        if pause is None:
+            raise RunError("the paused run has no pause event", reason="not_resumable")
+        return RunnerBody(runner=self.runner, user_id=self.user_id, session_id=self.session_id,
+                          resume=ResumeSpec(key=pause.continuation_id, response=response))
+
+
+def _structural(details: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in details.items() if isinstance(v, str | int | float | bool) and len(str(v)) <= 256}
+
+
+__all__ += ["events_of"]
