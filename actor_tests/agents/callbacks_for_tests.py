@@ -74,3 +74,13 @@ class Broken:
     @staticmethod
     def before_tool(name: str, args: dict[str, Any], context: dict[str, Any]) -> Any:
         raise ValueError("private")
+
+
+class ErrorWatch:
+    """An agent-level error hook: journals what it is told about failed turns."""
+
+    @staticmethod
+    def on_error(config: dict[str, Any], error: dict[str, Any]) -> None:
+        line = json.dumps({"hook": "on_error", "error": error, "config_keys": sorted(config)})
+        with Path(config["callback_config"]["fifo"]).open("w") as fh:  # the test is blocked reading it
+            fh.write(line + "\n")

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import select
 from pathlib import Path
 
+import pytest
+
 from adk_actors.agents import prompt
+from adk_actors.errors import ProviderError
 from adk_actors.emulator import Emulator
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.tools import FunctionTool
@@ -52,3 +57,28 @@ def test_broken_callbacks_are_skipped_and_the_agent_answers(
     answer = prompt(agent, "What is the weather in Tokyo?", system=system, timeout=30)
     assert answer == "THE WEATHER IN TOKYO IS CITY: PARIS, FORECAST: RAINY."  # the next callback still ran
     assert "private" not in json.dumps(emu.requests[-1]["body"])
+
+
+def test_an_error_hook_hears_a_failed_turn_as_structural_tags_only(
+        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, tmp_path: Path) -> None:
+    fifo = tmp_path / "errors.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # the hook's open() for writing does not block then
+    try:
+        emu.set_script({"rules": [{"when": {}, "respond": {"fault": {"status": 400,
+                                                                      "message": "secret body test-key"}}}]})
+        agent = spawn(unique("Failing"), config_for(emu, callbacks=[f"{MOD}:ErrorWatch"],
+                                                    callback_config={"fifo": str(fifo)}))
+        with pytest.raises(ProviderError) as info:
+            prompt(agent, "hi", system=system, timeout=30)
+        data = b""
+        while not data.endswith(b"\n"):
+            ready, _, _ = select.select([reader], [], [], 30)
+            assert ready, "the error hook never ran"
+            data += os.read(reader, 65536)
+    finally:
+        os.close(reader)
+    line = json.loads(data)
+    assert line["error"] == {"reason": info.value.reason, "type": "ProviderHttpError", "agent": agent.name,
+                             "invocation_id": line["error"]["invocation_id"], "kind": "prompt"}
+    assert "test-key" not in data.decode() and "secret body" not in data.decode()

@@ -724,6 +724,7 @@ class AgentActor(RunnerMixin, GenServer):
         else:
             self._emit(turn, "agent.prompt.exception", duration, reason=error.reason,
                        error_type=type(error).__name__)
+            self._error_hook(turn, error)
         self._flush_telemetry(turn)
         spec = self.spec
         if error is None and turn.compat and spec is not None and spec.history_policy == "include":
@@ -736,6 +737,17 @@ class AgentActor(RunnerMixin, GenServer):
                 return
         self._answer(turn, value, error)
         self._release(turn)
+
+    def _error_hook(self, turn: _Turn, error: AdkError) -> None:
+        """Tell the callbacks' ``on_error`` hooks about a failed turn (fire and forget, structural tags only)."""
+        spec = self.spec
+        if spec is None or "on_error" not in spec.callback_hooks:
+            return
+        info = {"reason": error.reason[:128], "type": type(error).__name__[:128], "agent": spec.name,
+                "invocation_id": turn.invocation_id,
+                "kind": "runner" if turn.runner is not None else "prompt" if turn.compat else "invoke"}
+        self.run_job(_RUN_HOOK, (list(spec.callbacks), "on_error", [self._callback_view(), info]),
+                     time.monotonic() + _ms(spec.call_timeout_ms), lambda _v, _e: None)
 
     def _saved(self, turn: _Turn, value: Any, error: AdkError | None) -> None:
         if turn.answered:

@@ -8,10 +8,13 @@ defines any of::
     after_model(config, result)                   -> None | ... | ("replace", output)
     before_tool(tool_name, args, context)         -> None | ... | ("halt", result) | ("replace", args)
     after_tool(tool_name, args, context, result)  -> None | ... | ("replace", result)
+    on_error(config, error)                       -> ignored (an agent-level error hook)
 
 ``config`` is a least-privilege projection (``agent``, ``provider``, ``model``, ``generation_config`` and the
 secret-pruned ``callback_config``; never the API key), ``history`` the model request's history entries, ``tools``
-the function declarations, ``result`` the model answer as ``{"text", "content", "function_calls",
+the function declarations, ``error`` a failed turn's structural description ``{"reason", "type", "agent",
+"invocation_id", "kind"}`` (never the exception text, a traceback, a provider body or the config), ``result`` the
+model answer as ``{"text", "content", "function_calls",
 "finish_reason"}`` or the tool's function-response object, ``context`` the tool context fields. ``output`` is a
 ``str`` or a content dict. Callbacks run in order; a ``replace`` flows into the next callback, a ``halt`` skips the
 rest and the operation. Hooks run in the worker-process pool (tool hooks in the same job as the tool); a hook that
@@ -32,7 +35,7 @@ from adk_actors.errors import ConfigError
 
 __all__ = ["HOOKS", "callback_entry", "hooks_of", "load_callback", "run_hook"]
 
-HOOKS = ("before_model", "after_model", "before_tool", "after_tool")
+HOOKS = ("before_model", "after_model", "before_tool", "after_tool", "on_error")
 _BEFORE = ("before_model", "before_tool")
 
 

@@ -56,6 +56,8 @@ from adk_actors.models import ModelResponse, stream_content
 from adk_actors.models import stream as stream_text
 from adk_actors.policy import Decision
 from adk_actors.runtime.callables import CallableRef
+from adk_actors.sessions.actor import STORE_NAME, ActorSessionService
+from adk_actors.sessions.messages import SessionBatch, SessionOp
 from adk_actors.sessions.model import SessionRef
 from adk_actors.tools import failed_function_response
 
@@ -82,7 +84,9 @@ class RunnerState:
     ending: bool = False
     write_failed: bool = False
     events: list[Event] = field(default_factory=list)
-    writes: deque[tuple[Event, Mapping[str, Any] | None, Callable[[], None], bool]] = field(default_factory=deque)
+    writes: deque[tuple[Event, Mapping[str, Any] | None, Callable[[], None], bool, bool]] = field(
+        default_factory=deque)
+    temp_cleared: bool = False
     writing: bool = False
     sent: int = 0
     llm_calls: int = 0
@@ -100,17 +104,8 @@ class RunnerState:
 
 # ---- blocking session and provider calls (I/O threads of the host) ---------------------------------------------
 
-def _open_session(token: Any, service: Any, ref: SessionRef) -> Any:
-    return service.create_session(app_name=ref.app_name, user_id=ref.user_id, session_id=ref.session_id)
-
-
-def _append(token: Any, service: Any, ref: SessionRef, event: Event, expected: Mapping[str, Any] | None) -> int:
-    result = service.add_event(ref, event) if expected is None else service.add_event_if_state(ref, event, expected)
-    return int(result.seq)
-
-
-def _clear_temp(token: Any, service: Any, ref: SessionRef) -> None:
-    service.clear_temp_state(ref)
+def _session_calls(token: Any, service: Any, ops: tuple[SessionOp, ...]) -> list[Any]:
+    return [getattr(service, op.method)(*op.args, **op.kwargs) for op in ops]
 
 
 class _Batcher:
@@ -248,44 +243,67 @@ class RunnerMixin:
             holder.append(io_id)
             runner.io_ids.add(io_id)
 
+    def _session(self, turn: _Turn, ops: list[SessionOp], on_done: Callable[[list[Any], AdkError | None], None],
+                 deadline: float | None = None) -> None:
+        """Session-service calls in order, as one step: a message to the node's store actor for the in-memory
+        backend (no thread, no endpoint), blocking calls on the I/O threads for any other backend. ``on_done``
+        gets the list of results."""
+        runner = turn.runner
+        assert runner is not None
+        service = runner.request.session_service
+        deadline = deadline if deadline is not None else time.monotonic() + _WRITE_TIMEOUT_S
+        if isinstance(service, ActorSessionService):
+            self.call(STORE_NAME, SessionBatch(ops=tuple(ops)), deadline, on_done)
+            return
+        self._runner_io(turn, _session_calls, (service, tuple(ops)), on_done, deadline=deadline)
+
     def _runner_load(self, turn: _Turn) -> None:
         runner = turn.runner
         assert runner is not None
 
-        def loaded(session: Any, error: AdkError | None) -> None:
-            if turn.done:
-                return
+        ref = runner.ref
+        load = SessionOp(method="create_session", kwargs={"app_name": ref.app_name, "user_id": ref.user_id,
+                                                          "session_id": ref.session_id})
+        user: Event | None = None
+        denial: Decision | None = None
+        if runner.request.resume is None:
+            policy = runner.request.options.runtime_policy
+            if policy is not None:
+                denial = next((d for d in (policy.check_agent(self.spec.name),
+                                           policy.check_content("input_content", self.spec.name, turn.input))
+                               if not d.allowed), None)
+            if denial is None:
+                try:
+                    self._check_input(turn.input)
+                    user = Event.new(invocation_id=turn.invocation_id, author="user",
+                                     content=turn.input).redacted()
+                except AdkError as err:
+                    self._finish(turn, None, err)  # nothing stored: the session is not even read
+                    return
+
+        def loaded(results: list[Any], error: AdkError | None) -> None:
             if error is not None:
-                self._finish(turn, None, error)
+                if not turn.done:
+                    self._finish(turn, None, error)
                 return
+            session = results[0]
             runner.events = list(session.events)
             turn.state = dict(session.state)
+            if user is not None:  # the user event went in with the load: the invocation has started
+                runner.started = True
+                self._stored(turn, user)
+                turn.state = dict(results[1].state)
+            if turn.done:
+                return
             if runner.request.resume is not None:
                 self._runner_resume(turn)
+            elif denial is not None:
+                self._deny(turn, denial, partial(self._finish, turn, None, _denied(denial)))
             else:
-                self._runner_new(turn)
+                self._resolve_instructions(turn)
 
-        self._runner_io(turn, _open_session, (runner.request.session_service, runner.ref), loaded,
-                        deadline=min(turn.deadline, time.monotonic() + _WRITE_TIMEOUT_S))
-
-    def _runner_new(self, turn: _Turn) -> None:
-        runner = turn.runner
-        assert runner is not None
-        policy = runner.request.options.runtime_policy
-        if policy is not None:
-            for decision in (policy.check_agent(self.spec.name),
-                             policy.check_content("input_content", self.spec.name, turn.input)):
-                if not decision.allowed:
-                    self._deny(turn, decision, partial(self._finish, turn, None, _denied(decision)))
-                    return
-        try:
-            self._check_input(turn.input)
-            user = Event.new(invocation_id=turn.invocation_id, author="user", content=turn.input)
-        except AdkError as err:
-            self._finish(turn, None, err)
-            return
-        runner.started = True
-        self._persist(turn, user, lambda: self._resolve_instructions(turn))
+        ops = [load] if user is None else [load, SessionOp(method="add_event", args=(ref, user))]
+        self._session(turn, ops, loaded, deadline=min(turn.deadline, time.monotonic() + _WRITE_TIMEOUT_S))
 
     # ---- resume -------------------------------------------------------------------------------------------------
     def _runner_resume(self, turn: _Turn) -> None:
@@ -345,20 +363,31 @@ class RunnerMixin:
 
     # ---- events: one write at a time, in order ----------------------------------------------------------------
     def _persist(self, turn: _Turn, event: Event, then: Callable[[], None], *,
-                 expected: Mapping[str, Any] | None = None, always: bool = False) -> None:
+                 expected: Mapping[str, Any] | None = None, always: bool = False, boundary: bool = False) -> None:
         """Store ``event`` after every earlier write of this turn, send it to the sink, then call ``then``
-        (skipped once the turn is done unless ``always``)."""
+        (skipped once the turn is done unless ``always``). ``boundary``: the invocation's final or error event —
+        the ``temp:`` state is cleared in the same step."""
         runner = turn.runner
         assert runner is not None
-        runner.writes.append((event.redacted(), expected, then, always))
+        runner.writes.append((event.redacted(), expected, then, always, boundary))
         self._pump(turn)
+
+    def _stored(self, turn: _Turn, event: Event) -> None:
+        """``event`` is in the session: keep it for the history and send it to the sink."""
+        runner = turn.runner
+        assert runner is not None
+        runner.events.append(event)
+        runner.sent += 1
+        if runner.request.sink is not None:
+            self.send_to(runner.request.sink, TurnEvent(turn_id=runner.request.turn_id, index=runner.sent,
+                                                        event=event))
 
     def _pump(self, turn: _Turn) -> None:
         runner = turn.runner
         assert runner is not None
         if runner.writing or not runner.writes:
             return
-        event, expected, then, always = runner.writes.popleft()
+        event, expected, then, always, boundary = runner.writes.popleft()
         runner.writing = True
 
         def written(_seq: Any, error: AdkError | None) -> None:
@@ -375,16 +404,17 @@ class RunnerMixin:
                 for continuation in owed:
                     continuation()
                 return
-            runner.events.append(event)
-            runner.sent += 1
-            if runner.request.sink is not None:
-                self.send_to(runner.request.sink, TurnEvent(turn_id=runner.request.turn_id, index=runner.sent,
-                                                            event=event))
+            self._stored(turn, event)
+            runner.temp_cleared = runner.temp_cleared or boundary
             if always or not turn.done:
                 then()
             self._pump(turn)
 
-        self._runner_io(turn, _append, (runner.request.session_service, runner.ref, event, expected), written)
+        ops = [SessionOp(method="add_event", args=(runner.ref, event)) if expected is None
+               else SessionOp(method="add_event_if_state", args=(runner.ref, event, expected))]
+        if boundary:
+            ops.append(SessionOp(method="clear_temp_state", args=(runner.ref,)))
+        self._session(turn, ops, written)
 
     # ---- model calls --------------------------------------------------------------------------------------------
     def _runner_prepare_call(self, turn: _Turn) -> bool:
@@ -466,7 +496,8 @@ class RunnerMixin:
                 else output
         final = Event.new(invocation_id=turn.invocation_id, author=name, content=response.content, is_final=True,
                           actions=EventActions(state_delta=delta))
-        self._persist(turn, final, lambda: self._finish(turn, TurnResult(kind="completed", output=output), None))
+        self._persist(turn, final, lambda: self._finish(turn, TurnResult(kind="completed", output=output), None),
+                      boundary=True)
 
     # ---- tools ----------------------------------------------------------------------------------------------------
     def _check(self, turn: _Turn, index: int, decisions: list[Decision]) -> bool:
@@ -633,16 +664,15 @@ class RunnerMixin:
             self._complete(turn, result, error)
 
         def clear() -> None:
-            if not runner.started or paused or runner.write_failed:
+            if not runner.started or paused or runner.write_failed or runner.temp_cleared:
                 answer()
                 return
-            self._runner_io(turn, _clear_temp, (runner.request.session_service, runner.ref),
-                            lambda _v, _e: answer())
+            self._session(turn, [SessionOp(method="clear_temp_state", args=(runner.ref,))], lambda _v, _e: answer())
 
         if error is not None and runner.started and not runner.write_failed:
             runner.writes.clear()
             self._persist(turn, error_event(invocation_id=turn.invocation_id, author=self.spec.name, error=error),
-                          clear, always=True)
+                          clear, always=True, boundary=True)
             return
         clear()
 

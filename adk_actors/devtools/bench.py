@@ -740,6 +740,8 @@ def bench_sessions(ctx: Context) -> dict[str, Any]:
             "rows": rows, "notes": notes, "data": data}
 
 
+from adk_actors.devtools.bench_runner import bench_runner, bench_runner_c1000  # noqa: E402
+
 BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     # name: (function, needs an actor system); run in this order (idle first, before timers pile up)
     "idle": (bench_idle, True),
@@ -750,6 +752,8 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     "spawn_inner": (bench_spawn_inner, True),
     "provider": (bench_provider, False),
     "sessions": (bench_sessions, False),
+    "runner": (bench_runner, False),
+    "runner_c1000": (bench_runner_c1000, False),
 }
 
 

@@ -6,7 +6,7 @@ the node, so sessions survive the crash of any host (not a system stop). :class:
 picklable client: every method is an ask to that actor, so any process (a host, a worker, the caller) sees the
 same sessions.
 
-Accepts: calls ``SessionOp`` (one protocol method), ``GetStatus``, ``Ping``.
+Accepts: calls ``SessionOp`` (one protocol method), ``SessionBatch`` (several, in order), ``GetStatus``, ``Ping``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from adk_actors.runtime.server import CallCtx, GenServer
 from adk_actors.runtime.system import ActorSystemHandle, current_system
 from adk_actors.sessions.base import IfExists
 from adk_actors.sessions.memory import InMemorySessionService
-from adk_actors.sessions.messages import SessionOp
+from adk_actors.sessions.messages import SessionBatch, SessionOp
 from adk_actors.sessions.model import AppendResult, Session, SessionRef
 
 __all__ = ["STORE_NAME", "ActorSessionService", "SessionStoreActor"]
@@ -41,12 +41,17 @@ class SessionStoreActor(GenServer):
 
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
         if isinstance(request, SessionOp):
-            if request.method not in _METHODS:
-                raise ConfigError("not a session service method", reason="unknown_method",
-                                  details={"method": request.method[:64]})
-            self.ops += 1
-            return getattr(self.service, request.method)(*request.args, **request.kwargs)
+            return self._apply(request)
+        if isinstance(request, SessionBatch):
+            return [self._apply(op) for op in request.ops]
         return super().handle_call(request, ctx)
+
+    def _apply(self, op: SessionOp) -> Any:
+        if not isinstance(op, SessionOp) or op.method not in _METHODS:
+            raise ConfigError("not a session service method", reason="unknown_method",
+                              details={"method": str(getattr(op, "method", "?"))[:64]})
+        self.ops += 1
+        return getattr(self.service, op.method)(*op.args, **op.kwargs)
 
     def status(self) -> dict[str, Any]:
         return {"kind": "session_store", "backend": "memory", "operations": self.ops}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SessionOp", "SessionStoreArgs"]
+__all__ = ["SessionBatch", "SessionOp", "SessionStoreArgs"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -16,6 +16,14 @@ class SessionOp:
     """A method of the session protocol (``create_session``, ``add_event``, ...)."""
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionBatch:
+    """Run several ``SessionOp``s in order in one message; answered with the list of their results. The first
+    failing operation fails the call (the operations before it stay applied)."""
+
+    ops: tuple[SessionOp, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
