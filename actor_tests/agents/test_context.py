@@ -237,10 +237,12 @@ def test_the_current_user_event_survives_every_filter(filters: dict[str, Any]) -
     assert ("user", ["thanks"]) in summary(history)
 
 
-def test_the_first_user_event_of_the_invocation_is_the_current_one() -> None:
-    events = [ev("cur", "user", "first"), ev("cur", "user", "second"), ev("cur", "A", "answer")]
-    history, _ = build(events, policy=policy(exclude_authors=["user"]))
-    assert summary(history) == [("user", ["first"]), ("model", ["answer"])]
+def test_the_whole_current_invocation_is_exempt_from_filters() -> None:
+    events = [ev("old", "user", "before"), ev("cur", "user", "first"), ev("cur", "user", "second"),
+              ev("cur", "A", "answer")]
+    history, stats = build(events, policy=policy(exclude_authors=["user", "A"]))
+    assert summary(history) == [("user", ["first"]), ("user", ["second"]), ("model", ["answer"])]
+    assert stats["filtered"] == 1
 
 
 def test_unanswered_calls_and_orphan_responses_are_dropped() -> None:

@@ -12,8 +12,9 @@ Rules, in the order they apply:
    secret-pruned (:func:`~adk_actors.secrets.prune_secrets`) and every entry is a fresh copy. Thought parts stay:
    providers need their signatures echoed.
 2. **Filters** (``policy.filters``) remove whole events (authors, invocations, time window, ``final_only``) or
-   parts (``content_types``). The *current user event* — the first event authored ``"user"`` in the current
-   invocation — is exempt from every filter, the pairing rule and truncation.
+   parts (``content_types``). The current invocation's events are exempt from every filter (its own tool
+   calls and answers must reach the model); its *current user event* — the first event authored ``"user"`` in
+   it — is also exempt from the pairing rule and from truncation.
 3. **Merging.** Consecutive user entries that hold only function responses become one entry: one tool turn
    answers one model turn, however many events the runner stored it in.
 4. **Pairing.** A function call stays only if the entry right after it answers it (same ``id`` when the
@@ -132,7 +133,8 @@ def _instant(value: Any, key: str) -> float | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextFilters:
-    """Which stored events (and parts) may enter model history; the current user event is always exempt.
+    """Which stored events (and parts) of earlier invocations may enter model history (the current invocation is
+    always exempt).
 
     Lists given at construction are stored as frozensets.
 
@@ -190,7 +192,7 @@ class ContextFilters:
         return cls(**{k: v for k, v in config.items() if k != "include_partial"})
 
     def admits(self, event: Event, current_invocation_id: str) -> bool:
-        """Whether the event-level filters keep ``event`` (the current user event bypasses this check)."""
+        """Whether the event-level filters keep ``event`` (the current invocation's events bypass this check)."""
         if self.authors is not None and event.author not in self.authors:
             return False
         if event.author in self.exclude_authors:
@@ -453,7 +455,9 @@ def history_from_events(events: Sequence[Event], *, current_invocation_id: str,
             continue
         parts = _projected_parts(event.content)
         pinned = event.id == current
-        if not pinned:
+        # The current invocation is never filtered: its own tool calls and answers must reach the model, or the
+        # loop would ask for them again (truncation still applies, around the pinned user event).
+        if event.invocation_id != current_invocation_id:
             if not filters.admits(event, current_invocation_id):
                 filtered += 1
                 continue
