@@ -23,8 +23,9 @@ from adk_actors.agents.runner_turn import (
 from adk_actors.errors import AdkError, ConcurrencyConflict, RunError, ValidationError
 from adk_actors.events import Event
 from adk_actors.runs import api as runs_api
-from adk_actors.runs.actor import RunContext
+from adk_actors.runs.actor import INDEX_NAME, RunContext
 from adk_actors.runs.logic import Cancelled, Completed, Failed, Paused, ReplayGap
+from adk_actors.runs.messages import OnHostLost
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.sessions.model import SessionRef, validate_name
 from adk_actors.tools.suspension import TERMINAL_STATUSES
@@ -102,7 +103,8 @@ class Runner:
         Raises:
             PolicyDenied: admission (``busy``, ``admission_timeout``) or runtime policy denials.
             BudgetExceeded: ``max_llm_calls``, ``max_tool_rounds``, ``max_stream_output_bytes``,
-                ``context_budget_exceeded``; ValidationError ``request_context_budget_exceeded``.
+                ``context_budget_exceeded``.
+            BudgetExceeded: also ``request_context_budget_exceeded`` (before any provider I/O).
             AdkError: provider, schema and timeout errors as for ``invoke``.
         """
         return self._ask(self.turn(user_id, session_id, input=_input(input)), timeout)
@@ -207,6 +209,9 @@ class RunnerBody:
         request = self.runner.turn(self.user_id, self.session_id, input=self.input, resume=self.resume,
                                    sink=run.ref, run_id=run.run_id)
         self.turn_id = request.turn_id
+        # If this run's host dies, the index stops the invocation (and so frees its admission permit).
+        run.send_to(INDEX_NAME, OnHostLost(run_id=run.run_id, target=self.runner.agent_name,
+                                           message=CancelTurn(turn_id=self.turn_id, reason="host_lost")))
         limit = self.runner.options.run_timeout_ms
         seconds = 3600.0 if limit is None else limit / 1000.0
         run.call(self.runner.agent_name, request, time.monotonic() + seconds + _SLACK_S,

@@ -5,7 +5,7 @@ that has live runs, so when one dies (SIGKILL included) every run it was executi
 ``Failed(reason="host_lost")``, and callers that were waiting on those runs (``IndexWait``) get it at once.
 Finished runs are kept for their ``retention_ms``.
 
-Accepts: tells ``RunStarted`` / ``RunFinished`` (from run actors); calls ``IndexLookup``, ``IndexWait``,
+Accepts: tells ``RunStarted`` / ``RunFinished`` / ``OnHostLost`` (from run actors); calls ``IndexLookup``, ``IndexWait``,
 ``GetStatus``, ``Ping``.
 """
 
@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from adk_actors.errors import RunNotFound
+from adk_actors.errors import AdkError, RunNotFound
 from adk_actors.runs.logic import Failed
-from adk_actors.runs.messages import IndexLookup, IndexWait, RunFinished, RunStarted
+from adk_actors.runs.messages import IndexLookup, IndexWait, OnHostLost, RunFinished, RunStarted
 from adk_actors.runtime.pidwatch import PidWatch
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
@@ -35,6 +35,7 @@ class _Entry:
     outcome: Any = None
     finished_at: float = 0.0
     waiters: list[CallCtx] = field(default_factory=list)
+    on_lost: list[tuple[Any, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,10 @@ class RunIndex(GenServer):
                 self.entries[message.run_id] = _Entry(message.run_id, message.host_id, message.host_pid,
                                                       message.retention_ms, message.parent_run_id)
                 self._watch(message.host_pid)
+        elif isinstance(message, OnHostLost):
+            entry = self.entries.get(message.run_id)
+            if entry is not None and entry.outcome is None:
+                entry.on_lost.append((message.target, message.message))
         elif isinstance(message, RunFinished):
             entry = self.entries.get(message.run_id)
             if entry is not None:
@@ -89,6 +94,7 @@ class RunIndex(GenServer):
         if entry.outcome is not None:
             return  # exactly one terminal outcome
         entry.outcome, entry.finished_at = outcome, time.time()
+        entry.on_lost.clear()
         for ctx in entry.waiters:
             self.reply(ctx, outcome)
         entry.waiters.clear()
@@ -122,6 +128,11 @@ class RunIndex(GenServer):
             self.log.warning("host lost with runs in flight", host_pid=pid, runs=len(lost))
         for entry in lost:
             self.host_lost += 1
+            for target, message in entry.on_lost:
+                try:
+                    self.send_to(target, message)
+                except AdkError as err:  # the target is gone too: nothing left to stop
+                    self.log.warning("host-loss notice not delivered", run_id=entry.run_id, reason=err.reason)
             self._finish(entry, Failed("host_lost", {"host_id": entry.host_id}))
 
     def terminate(self, reason: str) -> None:

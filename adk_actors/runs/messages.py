@@ -106,3 +106,13 @@ class ResumeRun:
 
     new_run_id: str
     response: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OnHostLost:
+    """Ask the run index to send ``message`` to ``target`` if the run's host dies before the run finishes (how a
+    Runner run stops its agent's invocation — and frees its permit — when the run itself is lost)."""
+
+    run_id: str
+    target: Any
+    message: Any
