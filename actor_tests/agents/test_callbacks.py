@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from adk_actors.agents import prompt
-from adk_actors.errors import ProviderError
 from adk_actors.emulator import Emulator
+from adk_actors.errors import ProviderError
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.tools import FunctionTool
 

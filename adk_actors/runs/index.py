@@ -5,8 +5,8 @@ that has live runs, so when one dies (SIGKILL included) every run it was executi
 ``Failed(reason="host_lost")``, and callers that were waiting on those runs (``IndexWait``) get it at once.
 Finished runs are kept for their ``retention_ms``.
 
-Accepts: tells ``RunStarted`` / ``RunFinished`` / ``OnHostLost`` (from run actors); calls ``IndexLookup``, ``IndexWait``,
-``GetStatus``, ``Ping``.
+Accepts: tells ``RunStarted`` / ``RunFinished`` / ``OnHostLost`` (from run actors); calls ``IndexLookup``,
+``IndexWait``, ``GetStatus``, ``Ping``.
 """
 
 from __future__ import annotations
