@@ -15,6 +15,7 @@ from adk_actors.agents.runner_turn import (
     RunnerTurn,
     TurnEvent,
     TurnResult,
+    check_resume_response,
     open_pauses,
     pause_key,
     runner_options,
@@ -253,6 +254,7 @@ class RunnerBody:
         pause = getattr(getattr(pause_event, "actions", None), "pause", None)
         if pause is None:
             raise RunError("the paused run has no pause event", reason="not_resumable")
+        response = check_resume_response(pause, response)  # an invalid response claims nothing
         return RunnerBody(runner=self.runner, user_id=self.user_id, session_id=self.session_id,
                           resume=ResumeSpec(key=pause.continuation_id, response=response))
 

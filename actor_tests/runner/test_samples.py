@@ -1,0 +1,73 @@
+"""Every Runner sample in ``samples/`` runs as its own process (own emulator, own actor system) and prints the
+expected output."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Streamed partials are delta batches (>= 32 deltas or 50 ms), so how many there are depends on timing: the
+# lines below pin what does not — the order of kinds, the joined provisional text and the one final event.
+EXPECTED = {
+    "runner_events.py": ["run: Hello! Ask me about OTP.",
+                         "event: author=user partial=False final=False",
+                         "event: author=RunnerAgent partial=True final=False",
+                         "event: author=RunnerAgent partial=False final=True",
+                         "provisional: Supervisors restart failed children according to their strategy.",
+                         "final (1 event): Supervisors restart failed children according to their strategy."],
+    "runner_supervised.py": ["seq=1 author=user partial=False final=False",
+                             "author=RunnerAgent partial=True final=False",
+                             "author=RunnerAgent partial=False final=True",
+                             "terminal: Completed(output='A supervisor restarts its children when they fail.')",
+                             "status: completed",
+                             "paused: reason=tool_confirmation state=paused",
+                             "resumed: Completed(output='Rotated the logs of billing.')",
+                             "resumed_to matches: True, parent_run_id matches: True",
+                             "second resume: already_resumed"],
+    "runner_approval.py": ["dry run: Completed(output='Release result: environment: production, status: checked.')",
+                           "paused: type=tool_confirmation function=publish_release hint=Publish production "
+                           "opaque action id=True",
+                           "invalid response: invalid_resume_response",
+                           "approved: Completed(output='Release result: environment: production, "
+                           "status: published.')",
+                           "rejected: Completed(output='Release result: reason: tool_confirmation_rejected, "
+                           "type: ToolError.')"],
+    "runner_long_running.py": ["paused: reason=long_running operation_id=export-42 "
+                               "message=The external export is running.",
+                               "progress event: partial=True progress=50",
+                               "final answer: The export of invoices is completed: export.zip.",
+                               "late progress update: no_paused_invocation"],
+    "runner_admission.py": ["reject while BatchAgent is busy: busy",
+                            "queued, then admitted: You said: A queued question.",
+                            "first run: Completed(output='The nightly report is ready.')",
+                            "queue deadline passed: admission_timeout",
+                            "tool denied, model goes on: The delete_deployment tool returned: reason: denied, "
+                            "type: PolicyDenied.",
+                            "audit event: policy=ops-policy operation=tool subject=delete_deployment "
+                            "outcome=denied reason=denied",
+                            "agent denied: not_allowed",
+                            "audit event: policy=batch-only operation=agent subject=OpsAgent "
+                            "outcome=denied reason=not_allowed"],
+}
+
+
+def test_every_runner_sample_is_covered() -> None:
+    assert sorted(p.name for p in (ROOT / "samples").glob("runner_*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("sample", sorted(EXPECTED))
+def test_runner_sample_runs_and_prints_the_expected_output(sample: str) -> None:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("ADK_") and k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_BASE_URL"}}
+    result = subprocess.run([sys.executable, str(ROOT / "samples" / sample)], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    for expected in EXPECTED[sample]:
+        assert any(expected in line for line in lines), (expected, result.stdout)
