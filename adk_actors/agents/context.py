@@ -446,6 +446,10 @@ def history_from_events(events: Sequence[Event], *, current_invocation_id: str,
             exchange holding the current user event is over budget under ``"truncate"``.
     """
     filters = policy.filters
+    # The current invocation's events go last, in their own order: another invocation that paused or ran in the
+    # same session meanwhile must not come between a call of this one and its answer.
+    events = [e for e in events if e.invocation_id != current_invocation_id] + \
+        [e for e in events if e.invocation_id == current_invocation_id]
     current = next((e.id for e in events if e.author == "user" and e.invocation_id == current_invocation_id), None)
     entries: list[_Entry] = []
     skipped = filtered = 0

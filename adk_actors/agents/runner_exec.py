@@ -95,6 +95,8 @@ class RunnerState:
     io_ids: set[int] = field(default_factory=set)
     jobs: set[str] = field(default_factory=set)
     paused: Event | None = None
+    streamed: list[str] = field(default_factory=list)
+    """Text streamed by the current model call (checked against the policy's content budget as it arrives)."""
 
     @property
     def ref(self) -> SessionRef:
@@ -451,7 +453,8 @@ class RunnerMixin:
         from adk_actors.agents.agent_actor import _generate
 
         options = turn.runner.request.options if turn.runner is not None else None
-        assert options is not None
+        assert options is not None and turn.runner is not None
+        turn.runner.streamed = []
         if options.streaming_mode == "none":
             self._runner_io(turn, _generate, (turn.config, list(history), self._declarations()), done,
                             deadline=deadline, cancellable=True)
@@ -464,6 +467,18 @@ class RunnerMixin:
     def _on_delta(self, turn: _Turn, content: dict[str, Any]) -> None:
         if turn.done:
             return
+        runner = turn.runner
+        assert runner is not None
+        policy = runner.request.options.runtime_policy
+        if policy is not None:
+            # A batch that takes the stream past the content budget is never stored: the output is denied here.
+            runner.streamed.extend(p.get("text", "") for p in content.get("parts", []) if p.get("type") == "text")
+            decision = policy.check_content("output_content", self.spec.name, "".join(runner.streamed))
+            if not decision.allowed:
+                self._deny(turn, decision, partial(self._finish, turn, None, _denied(decision)))
+                for io_id in list(runner.io_ids):
+                    self.cancel_io(io_id)
+                return
         try:
             event = Event.new(invocation_id=turn.invocation_id, author=self.spec.name, content=content, partial=True)
         except AdkError as err:
@@ -476,6 +491,7 @@ class RunnerMixin:
         assert runner is not None
         name = self.spec.name
         if response.function_calls:
+            runner.approved.clear()  # an approval covers one call of one round, never a later one
             event = Event.new(invocation_id=turn.invocation_id, author=name, content=response.content)
             self._persist(turn, event, lambda: self._dispatch_calls(turn, response))
             return

@@ -118,7 +118,8 @@ def runner_options(**options: Any) -> RunnerOptions:
     if mode not in _STREAMING_MODES:
         raise ConfigError("streaming_mode must be none, text or content", reason="invalid_value",
                           details={"key": "streaming_mode"})
-    tools = _strict(options.get("tool_execution") or {}, "tool_execution", _TOOL_EXECUTION_KEYS)
+    tool_execution = options.get("tool_execution")
+    tools = _strict({} if tool_execution is None else tool_execution, "tool_execution", _TOOL_EXECUTION_KEYS)
     tool_mode = tools.get("mode", "parallel")
     if tool_mode not in ("serial", "parallel"):
         raise ConfigError("tool_execution.mode must be serial or parallel", reason="invalid_value",

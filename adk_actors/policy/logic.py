@@ -52,7 +52,7 @@ def _selector(value: Any, where: str) -> _Selector:
     deny = value.get("deny", ())
     allow_all = allow == "all"
     for name, names in (("allow", () if allow_all else allow), ("deny", deny)):
-        if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
+        if not isinstance(names, list | tuple | frozenset | set) or not all(isinstance(n, str) and n for n in names):
             raise ConfigError(f"runtime_policy {where}.{name} must be a list of names" +
                               (' or "all"' if name == "allow" else ""), reason="invalid_value",
                               details={"key": f"{where}.{name}"})
