@@ -1,0 +1,437 @@
+"""The workflow coordinator: a tier-2 actor that drives one :class:`~adk_actors.workflows.engine.Engine`.
+
+The engine is pure; the coordinator does the effects. Every task the engine hands out runs off the coordinator's
+thread: callables (actions, routers, ``until``/``select``/``done`` functions, agent prompts and decisions, tool
+args) and tools in the worker-process pool (``inline`` never: workflow code is user code), agent tasks as calls
+to the agent registered under that name (after checking, by ``Describe``, that the name resolves to the agent
+that reports it: ``agent_identity_mismatch`` otherwise). Each attempt is bounded by the task's ``timeout`` and by
+the workflow's one absolute deadline; a failed attempt is retried after ``backoff_ms`` up to ``max_attempts``
+(retry counts live here, so they restart when a node is rebuilt from a checkpoint). When the engine reaches an
+outcome, or a task it no longer wants is still running (a cancelled fork sibling), the job is cancelled: its
+worker is killed.
+
+Durable invocations (``DurableArgs``): before the coordinator lets the engine start any new task it commits the
+engine's newest checkpoint to the ledger with its fenced lease (so a committed step is never replayed), renews
+the lease every third of ``lease_ms`` while work is active, and records the outcome with ``finish`` (``paused``
+stays resumable). A lost lease (another owner took over after expiry) stops the coordinator at once:
+``Failed("lease_lost")``, nothing more written.
+
+Accepts (calls): ``WaitWorkflow`` (deferred until the outcome), ``WorkflowStatus``, ``WorkflowCheckpoint``,
+``CancelWorkflow``. After the outcome the actor stays for ``retention_ms``, then exits.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from adk_actors.agents.messages import Describe, Invoke
+from adk_actors.errors import AdkError, WorkflowError
+from adk_actors.runtime.callables import CallableRef
+from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
+from adk_actors.runtime.workers import CancelJob
+from adk_actors.workflows.engine import Cancelled, Completed, Engine, Failed, Outcome, Paused, Task
+from adk_actors.workflows.results import ActionFailed, Output, normalize_result
+from adk_actors.workflows.spec import CompiledWorkflow
+
+__all__ = ["CancelWorkflow", "DurableArgs", "WaitWorkflow", "WorkflowActor", "WorkflowArgs", "WorkflowCheckpoint",
+           "WorkflowStatus"]
+
+_RUN_CALLABLE = CallableRef.by_name("adk_actors.workflows.results.run_callable")
+_RUN_TOOL = CallableRef.by_name("adk_actors.workflows.coordinator.run_tool")
+_MAX_WAIT_S = 24 * 3600.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DurableArgs:
+    """A durable invocation: the ledger descriptor, the invocation id and the lease this coordinator holds."""
+
+    ledger: Any
+    invocation_id: str
+    lease: Any
+    lease_ms: int
+    seq: int = 0
+    """The ledger's last checkpoint sequence number (the next commit is ``seq + 1``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowArgs:
+    workflow_ref: str
+    compiled: CompiledWorkflow
+    state: dict[str, Any] = field(default_factory=dict)
+    checkpoint: dict[str, Any] | None = None
+    resume_input: Any = None
+    timeout_ms: int | None = None
+    max_steps: int | None = None
+    max_transfers: int | None = None
+    max_concurrency: int | None = None
+    retention_ms: int = 60000
+    durable: DurableArgs | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitWorkflow:
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowStatus:
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowCheckpoint:
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelWorkflow:
+    reason: str = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class _Start:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Deadline:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Retry:
+    task_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Renew:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Retire:
+    pass
+
+
+def run_tool(tool: CallableRef, args: dict[str, Any], context: dict[str, Any]) -> Any:
+    """A tool task in a worker: a ``Tool`` runs with its schema-validated arguments and a tool context naming the
+    workflow invocation and step; a plain callable is called with ``**args``. Returns the JSON-safe result."""
+    from adk_actors.schema import compile_schema
+    from adk_actors.tools import invoke_tool_sync
+    from adk_actors.tools.context import ToolContext
+
+    target: Any = tool.resolve()
+    if callable(getattr(target, "execute", None)) and callable(getattr(target, "schema", None)):
+        validated = compile_schema(target.schema()).validate(dict(args), field="args")
+        ctx = ToolContext(invocation_id=str(context.get("invocation_id") or "workflow"),
+                          agent_name=str(context.get("workflow_id") or "workflow"),
+                          function_call_id=str(context.get("step_id") or "") or None)
+        return invoke_tool_sync(target, validated, ctx)
+    return target(**args)
+
+
+def _ms(value: int | None) -> float:
+    return float("inf") if value is None else value / 1000.0
+
+
+class WorkflowActor(GenServer):
+    """One workflow invocation; see the module docstring."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.args: WorkflowArgs | None = None
+        self.engine: Engine | None = None
+        self.outcome: Outcome | None = None
+        self.waiters: list[CallCtx] = []
+        self.deadline = 0.0
+        self.attempts: dict[str, int] = {}
+        self.jobs: dict[str, str] = {}
+        self.pending: list[Task] = []
+        self.committed_seq = -1
+        self.ledger_seq = 0
+        self.committing = False
+        self.lease: Any = None
+        self.started_at = time.time()
+        self.finished = False
+
+    # ---- lifecycle ----------------------------------------------------------------------------------------
+    def init(self, args: Any) -> Any:
+        if not isinstance(args, WorkflowArgs):
+            raise WorkflowError("a workflow coordinator needs WorkflowArgs", reason="invalid_value")
+        self.args = args
+        durable = args.durable
+        self.engine = Engine(args.compiled, args.state, checkpoint=args.checkpoint, resume_input=args.resume_input,
+                             invocation_id=durable.invocation_id if durable else args.workflow_ref,
+                             max_steps=args.max_steps, max_transfers=args.max_transfers,
+                             max_concurrency=args.max_concurrency)
+        timeout_ms = args.timeout_ms if args.timeout_ms is not None else args.compiled.timeout
+        self.deadline = time.monotonic() + _ms(timeout_ms)
+        if timeout_ms is not None:
+            self.start_timer(timeout_ms / 1000.0, _Deadline())
+        if durable is not None:
+            self.lease = durable.lease
+            self.ledger_seq = durable.seq
+            self.start_timer(durable.lease_ms / 3000.0, _Renew())
+        self.start_timer(0.0, _Start())
+        return None
+
+    def terminate(self, reason: str) -> None:
+        self._kill_jobs(list(self.jobs))
+        if self.outcome is None and self.engine is not None:
+            self._conclude(Failed("coordinator_exited", {"why": reason}, self.engine.checkpoint()))
+
+    def status(self) -> dict[str, Any]:
+        return {"kind": "workflow", **self._status()}
+
+    # ---- calls --------------------------------------------------------------------------------------------
+    def handle_call(self, request: Any, ctx: CallCtx) -> Any:
+        engine = self.engine
+        assert engine is not None
+        if isinstance(request, WaitWorkflow):
+            if self.outcome is not None and self.finished:
+                return self.outcome
+            self.waiters.append(ctx)
+            return DEFERRED
+        if isinstance(request, WorkflowStatus):
+            return self._status()
+        if isinstance(request, WorkflowCheckpoint):
+            return engine.checkpoint()
+        if isinstance(request, CancelWorkflow):
+            if self.outcome is None:
+                engine.cancel(request.reason)
+                self._after([])
+            return None
+        return super().handle_call(request, ctx)
+
+    def _status(self) -> dict[str, Any]:
+        assert self.args is not None and self.engine is not None
+        state = "running" if self.outcome is None else type(self.outcome).__name__.lower()
+        return {"workflow_ref": self.args.workflow_ref, "workflow_id": self.args.compiled.id,
+                "version": self.args.compiled.version, "kind": self.args.compiled.kind, "state": state,
+                "in_flight": len(self.engine.in_flight), "commit_seq": self.engine.commit_seq,
+                "started_at": self.started_at,
+                "invocation_id": self.args.durable.invocation_id if self.args.durable else None}
+
+    # ---- timers -------------------------------------------------------------------------------------------
+    def handle_timer(self, message: Any) -> None:
+        engine = self.engine
+        assert engine is not None
+        if isinstance(message, _Start):
+            try:
+                tasks = engine.start()
+            except WorkflowError as err:
+                self._conclude(Failed(err.reason, dict(err.details), engine.checkpoint()))
+                return
+            self._after(tasks)
+        elif isinstance(message, _Deadline):
+            if self.outcome is None:
+                self._conclude(Failed("deadline_exceeded", {}, engine.checkpoint()))
+        elif isinstance(message, _Retry):
+            task = engine.in_flight.get(message.task_id)
+            if task is not None and self.outcome is None:
+                self._attempt(task)
+        elif isinstance(message, _Renew):
+            self._renew()
+        elif isinstance(message, _Retire):
+            self.stop("normal")
+        else:
+            super().handle_timer(message)
+
+    # ---- driving the engine ------------------------------------------------------------------------------
+    def _after(self, tasks: list[Task]) -> None:
+        """New tasks from the engine: commit the checkpoint first (durable), then launch them."""
+        engine = self.engine
+        assert engine is not None
+        self.pending.extend(tasks)
+        self._kill_jobs([t for t in self.jobs if t not in engine.in_flight])
+        if engine.outcome is not None:
+            self.pending.clear()
+            self._conclude(engine.outcome)
+            return
+        if self.args is not None and self.args.durable is not None and engine.commit_seq != self.committed_seq:
+            self._commit()
+            return
+        self._launch_pending()
+
+    def _launch_pending(self) -> None:
+        engine = self.engine
+        assert engine is not None
+        pending, self.pending = self.pending, []
+        for task in pending:
+            if task.id in engine.in_flight and self.outcome is None:
+                self.attempts[task.id] = 1
+                self._attempt(task)
+
+    def _attempt(self, task: Task) -> None:
+        now = time.monotonic()
+        deadline = min(self.deadline, now + _ms(task.timeout_ms), now + _MAX_WAIT_S)
+        attempt = self.attempts.get(task.id, 1)
+        context = {**task.context, "attempt": attempt}
+
+        def done(value: Any, error: AdkError | None) -> None:
+            self._answered(task, value, error)
+
+        if task.kind == "agent":
+            self._agent(task, deadline, done)
+            return
+        if task.kind == "tool":
+            assert task.tool is not None
+            job = self.run_job(_RUN_TOOL, (task.tool, task.args or {}, context), deadline,
+                               lambda v, e: done(None if e else {"output": v, "delta": {}}, e))
+        else:
+            assert task.fn is not None
+            job = self.run_job(_RUN_CALLABLE, (task.fn, task.arity, task.kind, task.state, context), deadline, done)
+        if job:
+            self.jobs[task.id] = job
+
+    def _agent(self, task: Task, deadline: float, done: Any) -> None:
+        name = task.agent or ""
+
+        def described(value: Any, error: AdkError | None) -> None:
+            if error is not None:
+                done(None, error)
+                return
+            if not isinstance(value, dict) or value.get("name") != name:
+                done(None, WorkflowError("the agent name resolves to a different agent",
+                                         reason="agent_identity_mismatch", details={"agent": name[:64]}))
+                return
+            self.call(name, Invoke(input=task.prompt or ""), deadline,
+                      lambda v, e: done(None if e else {"output": v, "delta": {}}, e))
+
+        self.call(name, Describe(), deadline, described)
+
+    def _answered(self, task: Task, value: Any, error: AdkError | None) -> None:
+        engine = self.engine
+        assert engine is not None and self.args is not None
+        self.jobs.pop(task.id, None)
+        if self.outcome is not None or task.id not in engine.in_flight:
+            return
+        result: Any
+        if error is None:
+            try:
+                result = normalize_result(value)
+            except AdkError as err:
+                result = ActionFailed.from_error(err)
+        else:
+            result = ActionFailed.from_error(error)
+        if isinstance(result, ActionFailed) and task.retry is not None:
+            attempt = self.attempts.get(task.id, 1)
+            backoff_s = task.retry.backoff_ms / 1000.0
+            if attempt < task.retry.max_attempts and time.monotonic() + backoff_s < self.deadline:
+                self.attempts[task.id] = attempt + 1
+                self.start_timer(backoff_s, _Retry(task.id))
+                return
+        if isinstance(result, Output) and task.kind == "agent":
+            result = Output(result.value, {})
+        try:
+            tasks = engine.on_result(task.id, result)
+        except WorkflowError as err:
+            self._conclude(Failed(err.reason, dict(err.details), engine.checkpoint()))
+            return
+        self._after(tasks)
+
+    def _kill_jobs(self, task_ids: list[str]) -> None:
+        for task_id in task_ids:
+            job = self.jobs.pop(task_id, None)
+            if job:
+                self.send_to("workers", CancelJob(call_id=job))
+
+    # ---- durability --------------------------------------------------------------------------------------
+    def _commit(self) -> None:
+        engine = self.engine
+        assert engine is not None and self.args is not None and self.args.durable is not None
+        if self.committing:
+            return
+        self.committing = True
+        engine_seq, ledger_seq = engine.commit_seq, self.ledger_seq + 1
+        durable = self.args.durable
+
+        def written(_value: Any, error: AdkError | None) -> None:
+            self.committing = False
+            if error is not None:
+                self._lost(error)
+                return
+            self.committed_seq, self.ledger_seq = engine_seq, ledger_seq
+            if self.outcome is None:
+                self._after([])
+
+        self.io_call(_checkpoint, (durable.ledger, self.lease, engine.checkpoint(), ledger_seq),
+                     time.monotonic() + 30.0, written)
+
+    def _renew(self) -> None:
+        args = self.args
+        if args is None or args.durable is None or self.outcome is not None:
+            return
+        durable = args.durable
+
+        def renewed(lease: Any, error: AdkError | None) -> None:
+            if error is not None:
+                self._lost(error)
+                return
+            self.lease = lease
+            if self.outcome is None:
+                self.start_timer(durable.lease_ms / 3000.0, _Renew())
+
+        self.io_call(_renew_lease, (durable.ledger, self.lease, durable.lease_ms), time.monotonic() + 30.0, renewed)
+
+    def _lost(self, error: AdkError) -> None:
+        """The ledger refused a fenced write: another owner holds the invocation now; stop without writing."""
+        engine = self.engine
+        assert engine is not None
+        if self.outcome is not None:
+            return
+        self.lease = None
+        self._conclude(Failed("lease_lost" if error.reason == "lease_lost" else error.reason, {},
+                              engine.checkpoint()))
+
+    def _conclude(self, outcome: Outcome) -> None:
+        if self.outcome is not None:
+            return
+        self.outcome = outcome
+        self._kill_jobs(list(self.jobs))
+        args = self.args
+        if args is not None and args.durable is not None and self.lease is not None:
+            state = type(outcome).__name__.lower()
+            result = _ledger_result(outcome)
+            fresh = self.engine is not None and self.engine.commit_seq != self.committed_seq
+            self.io_call(_finish, (args.durable.ledger, self.lease, state, result,
+                                   outcome.checkpoint if fresh else None, self.ledger_seq + 1),
+                         time.monotonic() + 30.0, lambda _v, _e: self._announce())
+            return
+        self._announce()
+
+    def _announce(self) -> None:
+        self.finished = True
+        for ctx in self.waiters:
+            self.reply(ctx, self.outcome)
+        self.waiters.clear()
+        retention = self.args.retention_ms if self.args is not None else 0
+        self.start_timer(retention / 1000.0, _Retire())
+
+
+def _ledger_result(outcome: Outcome) -> Any:
+    if isinstance(outcome, Completed):
+        return {"output": outcome.output, "state": outcome.state}
+    if isinstance(outcome, Paused):
+        return {"details": outcome.details, "state": outcome.state}
+    if isinstance(outcome, Cancelled):
+        return {"reason": outcome.reason}
+    return {"reason": outcome.reason, "details": outcome.details}
+
+
+# ---- ledger I/O (the host's I/O threads) ----------------------------------------------------------------------
+
+def _checkpoint(token: Any, ledger: Any, lease: Any, checkpoint: Any, seq: int) -> None:
+    ledger.checkpoint(lease, checkpoint, seq)
+
+
+def _renew_lease(token: Any, ledger: Any, lease: Any, lease_ms: int) -> Any:
+    return ledger.renew(lease, lease_ms)
+
+
+def _finish(token: Any, ledger: Any, lease: Any, state: str, result: Any, checkpoint: Any, seq: int) -> None:
+    if checkpoint is not None:
+        ledger.checkpoint(lease, checkpoint, seq)
+    ledger.finish(lease, state, result)
