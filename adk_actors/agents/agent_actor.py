@@ -26,6 +26,7 @@ Admission is :class:`~adk_actors.agents.lanes.Lanes`; the turn's steps are the `
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections import deque
@@ -38,7 +39,7 @@ from adk_actors.agents.instructions import render_template
 from adk_actors.agents.lanes import Lanes
 from adk_actors.agents.messages import Describe, GetHistory, Invoke, Prompt
 from adk_actors.agents.runner_exec import RunnerMixin, RunnerState
-from adk_actors.agents.runner_turn import CancelTurn, RunnerTurn
+from adk_actors.agents.runner_turn import CancelTurn, RunnerTurn, TurnAccepted
 from adk_actors.agents.spec import LEGACY_APP, MAX_TREE_DEPTH, AgentSpec, compile_spec_catalog
 from adk_actors.agents.toolexec import CONFIRMATION_REASON
 from adk_actors.content.canonical import canonical_dumps
@@ -216,6 +217,8 @@ class AgentActor(RunnerMixin, GenServer):
                                 root_global=request.root_global_instruction))
             return DEFERRED
         if isinstance(request, RunnerTurn):
+            if request.sink is not None:  # the run watches this process: if it dies, the run fails at once
+                self.send_to(request.sink, TurnAccepted(turn_id=request.turn_id, pid=os.getpid()))
             scope = {"app_name": request.app_name, "user_id": request.user_id, "session_id": request.session_id}
             self._enqueue(_Turn(ctx=ctx, lane=canonical_dumps([request.app_name, request.user_id,
                                                                request.session_id]),

@@ -36,7 +36,9 @@ __all__ = [
     "RoundState",
     "RunnerOptions",
     "RunnerTurn",
+    "TurnAccepted",
     "TurnEvent",
+    "TurnLost",
     "TurnResult",
     "action_id",
     "audit_event",
@@ -184,6 +186,21 @@ class TurnEvent:
     turn_id: str
     index: int
     event: Event
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnAccepted:
+    """Sent to the sink when the agent took the invocation: ``pid`` is the agent's process (the run watches it)."""
+
+    turn_id: str
+    pid: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnLost:
+    """Delivered to the run (by the run index) when the agent's process died with the invocation in it."""
+
+    turn_id: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

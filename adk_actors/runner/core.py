@@ -13,7 +13,9 @@ from adk_actors.agents.runner_turn import (
     ResumeSpec,
     RunnerOptions,
     RunnerTurn,
+    TurnAccepted,
     TurnEvent,
+    TurnLost,
     TurnResult,
     check_resume_response,
     open_pauses,
@@ -26,7 +28,7 @@ from adk_actors.events import Event
 from adk_actors.runs import api as runs_api
 from adk_actors.runs.actor import INDEX_NAME, RunContext
 from adk_actors.runs.logic import Cancelled, Completed, Failed, Paused, ReplayGap
-from adk_actors.runs.messages import OnHostLost
+from adk_actors.runs.messages import OnHostLost, OnProcessLost
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.sessions.model import SessionRef, validate_name
 from adk_actors.tools.suspension import TERMINAL_STATUSES
@@ -219,7 +221,16 @@ class RunnerBody:
                  lambda v, e: self._answered(run, v, e))
 
     def on_message(self, run: RunContext, message: Any) -> None:
-        if not isinstance(message, TurnEvent) or message.turn_id != self.turn_id or run.done:
+        if getattr(message, "turn_id", None) != self.turn_id or run.done:
+            return
+        if isinstance(message, TurnAccepted):
+            run.send_to(INDEX_NAME, OnProcessLost(run_id=run.run_id, pid=message.pid, target=run.ref,
+                                                  message=TurnLost(turn_id=self.turn_id)))
+            return
+        if isinstance(message, TurnLost):
+            run.fail("agent_lost", {"agent": self.runner.agent_name})
+            return
+        if not isinstance(message, TurnEvent):
             return
         self.pending[message.index] = message.event
         while self.received + 1 in self.pending:  # events leave in the agent's order

@@ -5,8 +5,8 @@ that has live runs, so when one dies (SIGKILL included) every run it was executi
 ``Failed(reason="host_lost")``, and callers that were waiting on those runs (``IndexWait``) get it at once.
 Finished runs are kept for their ``retention_ms``.
 
-Accepts: tells ``RunStarted`` / ``RunFinished`` / ``OnHostLost`` (from run actors); calls ``IndexLookup``,
-``IndexWait``, ``GetStatus``, ``Ping``.
+Accepts: tells ``RunStarted`` / ``RunFinished`` / ``OnHostLost`` / ``OnProcessLost`` (from run actors); calls
+``IndexLookup``, ``IndexWait``, ``GetStatus``, ``Ping``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from adk_actors.errors import AdkError, RunNotFound
 from adk_actors.runs.logic import Failed
-from adk_actors.runs.messages import IndexLookup, IndexWait, OnHostLost, RunFinished, RunStarted
+from adk_actors.runs.messages import IndexLookup, IndexWait, OnHostLost, OnProcessLost, RunFinished, RunStarted
 from adk_actors.runtime.pidwatch import PidWatch
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
@@ -36,6 +36,7 @@ class _Entry:
     finished_at: float = 0.0
     waiters: list[CallCtx] = field(default_factory=list)
     on_lost: list[tuple[Any, Any]] = field(default_factory=list)
+    depends: list[tuple[int, Any, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,11 @@ class RunIndex(GenServer):
             entry = self.entries.get(message.run_id)
             if entry is not None and entry.outcome is None:
                 entry.on_lost.append((message.target, message.message))
+        elif isinstance(message, OnProcessLost):
+            entry = self.entries.get(message.run_id)
+            if entry is not None and entry.outcome is None:
+                entry.depends.append((message.pid, message.target, message.message))
+                self._watch(message.pid)
         elif isinstance(message, RunFinished):
             entry = self.entries.get(message.run_id)
             if entry is not None:
@@ -95,6 +101,7 @@ class RunIndex(GenServer):
             return  # exactly one terminal outcome
         entry.outcome, entry.finished_at = outcome, time.time()
         entry.on_lost.clear()
+        entry.depends.clear()
         for ctx in entry.waiters:
             self.reply(ctx, outcome)
         entry.waiters.clear()
@@ -113,7 +120,8 @@ class RunIndex(GenServer):
             self._host_died(pid)
 
     def _unwatch_idle(self) -> None:
-        self.hosts.keep_only(e.host_pid for e in self.entries.values() if e.outcome is None)
+        running = [e for e in self.entries.values() if e.outcome is None]
+        self.hosts.keep_only([*(e.host_pid for e in running), *(d[0] for e in running for d in e.depends)])
 
     def watch_fds(self) -> list[int]:
         return self.hosts.fds()
@@ -123,17 +131,24 @@ class RunIndex(GenServer):
             self._host_died(pid)
 
     def _host_died(self, pid: int) -> None:
+        for entry in [e for e in self.entries.values() if e.outcome is None and e.depends]:
+            for dep in [d for d in entry.depends if d[0] == pid]:
+                entry.depends.remove(dep)
+                self._notify(entry, dep[1], dep[2])
         lost = [e for e in self.entries.values() if e.host_pid == pid and e.outcome is None]
         if lost:
             self.log.warning("host lost with runs in flight", host_pid=pid, runs=len(lost))
         for entry in lost:
             self.host_lost += 1
             for target, message in entry.on_lost:
-                try:
-                    self.send_to(target, message)
-                except AdkError as err:  # the target is gone too: nothing left to stop
-                    self.log.warning("host-loss notice not delivered", run_id=entry.run_id, reason=err.reason)
+                self._notify(entry, target, message)
             self._finish(entry, Failed("host_lost", {"host_id": entry.host_id}))
+
+    def _notify(self, entry: _Entry, target: Any, message: Any) -> None:
+        try:
+            self.send_to(target, message)
+        except AdkError as err:  # the target is gone too: nothing left to tell
+            self.log.warning("process-loss notice not delivered", run_id=entry.run_id, reason=err.reason)
 
     def terminate(self, reason: str) -> None:
         self.hosts.close()

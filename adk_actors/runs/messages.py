@@ -116,3 +116,14 @@ class OnHostLost:
     run_id: str
     target: Any
     message: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OnProcessLost:
+    """Ask the run index to send ``message`` to ``target`` if process ``pid`` (one the run depends on, e.g. the
+    agent's host) dies while the run is still running."""
+
+    run_id: str
+    pid: int
+    target: Any
+    message: Any
