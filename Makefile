@@ -29,7 +29,7 @@ fix: install
 	$(BIN)/ruff check --fix $(SRC)
 
 demo: install
-	$(BIN)/python samples/demo.py
+	$(BIN)/python samples/quickstart.py
 
 bench: install
 	$(BIN)/python -m adk_actors.devtools.bench --append docs/PERFORMANCE.md
