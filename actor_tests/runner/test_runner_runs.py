@@ -135,6 +135,7 @@ def _run_actors(node: ActorSystemHandle) -> int:
 
 # ---- 1. volume --------------------------------------------------------------------------------------------------
 
+@pytest.mark.timeout(420)  # ~50 s on an idle 2-core machine; the margin is for a loaded CI box
 def test_a_thousand_concurrent_runner_runs_complete_with_their_own_output_and_leak_nothing(
         emu: Emulator, tmp_path: Path) -> None:
     """1,000 runs, 8 in flight at a time (admission queue with an agent limit of 4, so half of them wait for a

@@ -1,18 +1,31 @@
-"""The ``adk`` command: ``adk --version``, ``adk emulator ...``, ``adk status --port N``.
+"""The ``adk`` command: parses the arguments and dispatches to one module per command.
 
-Later issues add ``doctor``, ``config validate``, ``run``, ``console`` and ``shell``.
+* ``adk --version``
+* ``adk emulator ...`` — the Gemini emulator (``adk_actors.emulator.cli``, docs/EMULATOR.md)
+* ``adk status [--port N]`` — the supervision tree of a running system as JSON
+* ``adk doctor`` — :mod:`adk_actors.cli.doctor`
+* ``adk config validate FILE`` — :mod:`adk_actors.cli.config_cmd`
+* ``adk run --config FILE --message TEXT`` — :mod:`adk_actors.cli.run_cmd`
+* ``adk console --config FILE`` — :mod:`adk_actors.cli.console`
+
+Every command reports failures by reason (``AdkError``) and exits non-zero, without a traceback; see docs/CLI.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+from types import FrameType
 from typing import Any
 
 from adk_actors import __version__
+from adk_actors.cli import config_cmd, console, doctor, run_cmd
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
+
+EXIT_INTERRUPTED = 130
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -39,13 +52,27 @@ def _strip(value: Any) -> Any:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``adk`` argument parser (``emulator`` arguments are left for the emulator's own parser)."""
     parser = argparse.ArgumentParser(prog="adk", description="adk_actors command line")
     parser.add_argument("--version", action="version", version=f"adk_actors {__version__}")
-    sub = parser.add_subparsers(dest="command")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("emulator", help="run the Gemini emulator (see docs/EMULATOR.md)", add_help=False)
     status = sub.add_parser("status", help="print the supervision tree of a running system as JSON")
     status.add_argument("--port", type=int, default=None, help="admin port (default: settings / $ADK_SYSTEM_PORT)")
+    status.set_defaults(handler=_status)
+    for command in (doctor, config_cmd, run_cmd, console):
+        command.add_parser(sub)
+    return parser
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    # SIGTERM unwinds the stack, so every `with` block stops what it started; the status is the shell's 128 + N.
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if args.command == "emulator":
         from adk_actors.emulator.cli import main as emulator_main
@@ -53,10 +80,22 @@ def main(argv: list[str] | None = None) -> int:
         return emulator_main(rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    if args.command == "status":
-        return _status(args)
-    parser.print_help()
-    return 0
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 0
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return int(handler(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        # The message of an unexpected exception may quote a value; its type is enough to report.
+        print(f"error: unexpected {type(exc).__name__} (please report it)", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

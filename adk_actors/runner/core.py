@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adk_actors.agents.api import AgentLike, _input, _ref, _system
+from adk_actors.agents.api import AgentLike, _input, _ref, _system, local_id
 from adk_actors.agents.runner_turn import (
     CancelTurn,
     ResumeSpec,
@@ -29,6 +29,7 @@ from adk_actors.runs import api as runs_api
 from adk_actors.runs.actor import INDEX_NAME, RunContext
 from adk_actors.runs.logic import Cancelled, Completed, Failed, Paused, ReplayGap
 from adk_actors.runs.messages import OnHostLost, OnProcessLost
+from adk_actors.runtime.refs import LocalRef, place
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.sessions.model import SessionRef, validate_name
 from adk_actors.tools.suspension import TERMINAL_STATUSES
@@ -172,7 +173,8 @@ class Runner:
             raise RunError("a Runner run needs user_id and session_id", reason="invalid_run_options",
                            details={"key": "user_id"})
         self.turn(user_id, session_id)  # validates the names now, in the caller
-        return RunnerBody(runner=self, user_id=user_id, session_id=session_id, input=_input(input))
+        return RunnerBody(runner=self, user_id=user_id, session_id=session_id, input=_input(input),
+                          hosts=self._handle().settings.hosts)
 
 
 def events_of(run_id: str, handle: ActorSystemHandle, idle_timeout: float) -> Iterator[Event]:
@@ -207,6 +209,14 @@ class RunnerBody:
     received: int = 0
     result: TurnResult | None = None
     pending: dict[int, Event] = field(default_factory=dict)
+    hosts: int = 0
+    """The node's host count: the agent is addressed by its inner-actor ref, so a missing agent fails at once."""
+
+    def _agent(self) -> Any:
+        if self.hosts <= 0:
+            return self.runner.agent_name
+        lid = local_id(self.runner.agent_name)
+        return LocalRef(place(lid, self.hosts), lid)
 
     def start(self, run: RunContext) -> None:
         request = self.runner.turn(self.user_id, self.session_id, input=self.input, resume=self.resume,
@@ -217,7 +227,7 @@ class RunnerBody:
                                            message=CancelTurn(turn_id=self.turn_id, reason="host_lost")))
         limit = self.runner.options.run_timeout_ms
         seconds = 3600.0 if limit is None else limit / 1000.0
-        run.call(self.runner.agent_name, request, time.monotonic() + seconds + _SLACK_S,
+        run.call(self._agent(), request, time.monotonic() + seconds + _SLACK_S,
                  lambda v, e: self._answered(run, v, e))
 
     def on_message(self, run: RunContext, message: Any) -> None:
@@ -258,7 +268,7 @@ class RunnerBody:
 
     def cancel(self, run: RunContext, reason: str) -> None:
         if self.turn_id:
-            run.send_to(self.runner.agent_name, CancelTurn(turn_id=self.turn_id, reason=reason))
+            run.send_to(self._agent(), CancelTurn(turn_id=self.turn_id, reason=reason))
 
     def resumed(self, pause_event: Any, response: Any) -> RunnerBody:
         """The body of the run that resumes this paused one with ``response`` (validated by the agent)."""
@@ -267,7 +277,7 @@ class RunnerBody:
             raise RunError("the paused run has no pause event", reason="not_resumable")
         response = check_resume_response(pause, response)  # an invalid response claims nothing
         return RunnerBody(runner=self.runner, user_id=self.user_id, session_id=self.session_id,
-                          resume=ResumeSpec(key=pause.continuation_id, response=response))
+                          resume=ResumeSpec(key=pause.continuation_id, response=response), hosts=self.hosts)
 
 
 def _structural(details: Mapping[str, Any]) -> dict[str, Any]:

@@ -6,22 +6,33 @@ that has live runs, so when one dies (SIGKILL included) every run it was executi
 Finished runs are kept for their ``retention_ms``.
 
 Accepts: tells ``RunStarted`` / ``RunFinished`` / ``OnHostLost`` / ``OnProcessLost`` (from run actors); calls
-``IndexLookup``, ``IndexWait``, ``GetStatus``, ``Ping``.
+``IndexLookup``, ``IndexWait``, ``ListRuns`` (the admin shell's view), ``GetStatus``, ``Ping``.
 """
 
 from __future__ import annotations
 
+import heapq
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from adk_actors.errors import AdkError, RunNotFound
+from adk_actors.errors import AdkError, RunNotFound, ValidationError
 from adk_actors.runs.logic import Failed
-from adk_actors.runs.messages import IndexLookup, IndexWait, OnHostLost, OnProcessLost, RunFinished, RunStarted
+from adk_actors.runs.messages import (
+    MAX_LIST_RUNS,
+    IndexLookup,
+    IndexWait,
+    ListRuns,
+    OnHostLost,
+    OnProcessLost,
+    RunFinished,
+    RunStarted,
+)
 from adk_actors.runtime.pidwatch import PidWatch
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
-__all__ = ["RunIndex"]
+__all__ = ["RunIndex", "newest_runs"]
 
 
 @dataclass(slots=True)
@@ -81,13 +92,15 @@ class RunIndex(GenServer):
             return {"run_id": entry.run_id, "host_id": entry.host_id, "outcome": entry.outcome,
                     "started_at": entry.started_at, "finished_at": entry.finished_at or None,
                     "parent_run_id": entry.parent_run_id or None,
-                    "state": "running" if entry.outcome is None else type(entry.outcome).__name__.lower()}
+                    "state": _state(entry.outcome)}
         if isinstance(request, IndexWait):
             entry = self._entry(request.run_id)
             if entry.outcome is not None:
                 return entry.outcome
             entry.waiters.append(ctx)
             return DEFERRED
+        if isinstance(request, ListRuns):
+            return newest_runs(self.entries.values(), request.limit, time.time())
         return super().handle_call(request, ctx)
 
     def _entry(self, run_id: str) -> _Entry:
@@ -157,3 +170,24 @@ class RunIndex(GenServer):
         running = sum(1 for e in self.entries.values() if e.outcome is None)
         return {"kind": "run_index", "runs": len(self.entries), "running": running, "host_lost": self.host_lost,
                 "watched_hosts": len(self.hosts)}
+
+
+def _state(outcome: Any) -> str:
+    return "running" if outcome is None else type(outcome).__name__.lower()
+
+
+def newest_runs(entries: Iterable[_Entry], limit: int, now: float) -> dict[str, Any]:
+    """The ``ListRuns`` answer: the ``limit`` newest entries (at most ``MAX_LIST_RUNS``), newest first.
+
+    Raises:
+        ValidationError: ``limit`` is not a non-negative int (an admin typo must not crash the index).
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValidationError("limit must be a non-negative integer", reason="invalid_value",
+                              details={"key": "limit"})
+    entries = list(entries)
+    newest = heapq.nlargest(min(limit, MAX_LIST_RUNS), entries, key=lambda e: e.started_at)
+    runs = [{"run_id": e.run_id, "host_id": e.host_id, "state": _state(e.outcome),
+             "age_s": round(max(0.0, now - e.started_at), 3), "parent_run_id": e.parent_run_id or None,
+             "reason": getattr(e.outcome, "reason", None)} for e in newest]
+    return {"runs": runs, "total": len(entries), "running": sum(1 for e in entries if e.outcome is None)}

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AckRun", "CancelRun", "IndexLookup", "IndexWait", "RunFinished", "RunMessage", "RunOptions",
+__all__ = ["AckRun", "CancelRun", "IndexLookup", "IndexWait", "ListRuns", "RunFinished", "RunMessage", "RunOptions",
            "RunStarted", "RunStatus", "SubscribeRun", "UnsubscribeRun", "WaitRun"]
+
+MAX_LIST_RUNS = 1000
+"""The most runs one ``ListRuns`` answers with, whatever its ``limit``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +98,18 @@ class IndexWait:
 
     run_id: str
     details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListRuns:
+    """Ask the run index for its newest runs (running and retained), newest first.
+
+    Answered with ``{"runs": [{"run_id", "host_id", "state", "age_s", "parent_run_id", "reason"}], "total",
+    "running"}``: ``total`` and ``running`` count every run the index holds, ``runs`` is bounded.
+    """
+
+    limit: int = 100
+    """At most this many runs (capped at ``MAX_LIST_RUNS``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

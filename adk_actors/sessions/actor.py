@@ -6,7 +6,8 @@ the node, so sessions survive the crash of any host (not a system stop). :class:
 picklable client: every method is an ask to that actor, so any process (a host, a worker, the caller) sees the
 same sessions.
 
-Accepts: calls ``SessionOp`` (one protocol method), ``SessionBatch`` (several, in order), ``GetStatus``, ``Ping``.
+Accepts: calls ``SessionOp`` (one protocol method), ``SessionBatch`` (several, in order), ``SessionSummary``
+(per app and user session counts, for the admin shell), ``GetStatus``, ``Ping``.
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adk_actors.errors import ConfigError
+from adk_actors.errors import ConfigError, ValidationError
 from adk_actors.runtime.server import CallCtx, GenServer
 from adk_actors.runtime.system import ActorSystemHandle, current_system
 from adk_actors.sessions.base import IfExists
 from adk_actors.sessions.memory import InMemorySessionService
-from adk_actors.sessions.messages import SessionBatch, SessionOp
+from adk_actors.sessions.messages import MAX_SUMMARY_ROWS, SessionBatch, SessionOp, SessionSummary
 from adk_actors.sessions.model import AppendResult, Session, SessionRef
 
-__all__ = ["STORE_NAME", "ActorSessionService", "SessionStoreActor"]
+__all__ = ["STORE_NAME", "ActorSessionService", "SessionStoreActor", "summarize"]
 
 STORE_NAME = "sessions"
 
@@ -44,6 +45,8 @@ class SessionStoreActor(GenServer):
             return self._apply(request)
         if isinstance(request, SessionBatch):
             return [self._apply(op) for op in request.ops]
+        if isinstance(request, SessionSummary):
+            return summarize(self.service.session_counts(), request.limit)
         return super().handle_call(request, ctx)
 
     def _apply(self, op: SessionOp) -> Any:
@@ -55,6 +58,30 @@ class SessionStoreActor(GenServer):
 
     def status(self) -> dict[str, Any]:
         return {"kind": "session_store", "backend": "memory", "operations": self.ops}
+
+
+def summarize(counts: dict[str, dict[str, int]], limit: int) -> dict[str, Any]:
+    """The ``SessionSummary`` answer for ``counts`` (``{app_name: {user_id: count}}``), bounded to ``limit`` rows.
+
+    Raises:
+        ValidationError: ``limit`` is not a non-negative int (a bad request must not crash the store).
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValidationError("limit must be a non-negative integer", reason="invalid_value",
+                              details={"key": "limit"})
+    limit = min(limit, MAX_SUMMARY_ROWS)
+    apps: dict[str, dict[str, int]] = {}
+    rows = 0
+    truncated = False
+    for app_name, users in counts.items():
+        for user_id, count in users.items():
+            if rows >= limit:
+                truncated = True
+                break
+            apps.setdefault(app_name, {})[user_id] = count
+            rows += 1
+    total = sum(n for users in counts.values() for n in users.values())
+    return {"backend": "memory", "apps": apps, "sessions": total, "truncated": truncated}
 
 
 class ActorSessionService:

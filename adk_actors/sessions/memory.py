@@ -297,3 +297,14 @@ class InMemorySessionService:
     def close(self) -> None:
         """Nothing to release (kept for the protocol)."""
 
+    # -- introspection (not part of the protocol) ------------------------------------------------------------
+
+    def session_counts(self) -> dict[str, dict[str, int]]:
+        """How many sessions each user of each app holds: ``{app_name: {user_id: count}}`` (names sorted)."""
+        counts: dict[str, dict[str, int]] = {}
+        with self._lock:
+            for app_name, user_id, _ in self._sessions:
+                users = counts.setdefault(app_name, {})
+                users[user_id] = users.get(user_id, 0) + 1
+        return {app: dict(sorted(users.items())) for app, users in sorted(counts.items())}
+

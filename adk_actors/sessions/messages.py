@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SessionBatch", "SessionOp", "SessionStoreArgs"]
+__all__ = ["MAX_SUMMARY_ROWS", "SessionBatch", "SessionOp", "SessionStoreArgs", "SessionSummary"]
+
+MAX_SUMMARY_ROWS = 10_000
+"""The most ``(app_name, user_id)`` rows one ``SessionSummary`` answers with, whatever its ``limit``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,3 +34,15 @@ class SessionStoreArgs:
     """How the store actor builds its service (the in-memory backend is owned by exactly one actor)."""
 
     backend: str = "memory"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSummary:
+    """Ask the store actor how many sessions each user of each app holds (the admin shell's view).
+
+    Answered with ``{"backend": "memory", "apps": {app_name: {user_id: count}}, "sessions": total,
+    "truncated": bool}``; ``sessions`` counts every session, ``apps`` holds at most ``limit`` user rows.
+    """
+
+    limit: int = 1000
+    """At most this many ``(app_name, user_id)`` rows (capped at ``MAX_SUMMARY_ROWS``)."""

@@ -60,6 +60,7 @@ def _check_compiled(compiled: Any) -> CompiledWorkflow:
 
 
 def _launch(handle: ActorSystemHandle, args: WorkflowArgs, timeout: float | None) -> WorkflowRef:
+    args = _replace(args, hosts=handle.settings.hosts)
     # Validate here, in the caller, exactly as the coordinator will (a bad input or checkpoint raises now).
     Engine(args.compiled, args.state, checkpoint=args.checkpoint, resume_input=args.resume_input,
            max_steps=args.max_steps, max_transfers=args.max_transfers, max_concurrency=args.max_concurrency)

@@ -29,6 +29,7 @@ from typing import Any
 from adk_actors.agents.messages import Describe, Invoke
 from adk_actors.errors import AdkError, WorkflowError
 from adk_actors.runtime.callables import CallableRef
+from adk_actors.runtime.refs import LocalRef, place
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 from adk_actors.runtime.workers import CancelJob
 from adk_actors.workflows.engine import Cancelled, Completed, Engine, Failed, Outcome, Paused, Task
@@ -68,6 +69,9 @@ class WorkflowArgs:
     max_concurrency: int | None = None
     retention_ms: int = 60000
     durable: DurableArgs | None = None
+    hosts: int = 0
+    """The node's host count, to address agents by their inner-actor ref (an unknown agent then fails at once
+    with ``noproc`` instead of waiting in the registry); 0: by registered name."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,6 +292,11 @@ class WorkflowActor(GenServer):
 
     def _agent(self, task: Task, deadline: float, done: Any) -> None:
         name = task.agent or ""
+        assert self.args is not None
+        target: Any = name
+        if self.args.hosts > 0:
+            lid = f"agent.{name}"
+            target = LocalRef(place(lid, self.args.hosts), lid)
 
         def described(value: Any, error: AdkError | None) -> None:
             if error is not None:
@@ -297,10 +306,10 @@ class WorkflowActor(GenServer):
                 done(None, WorkflowError("the agent name resolves to a different agent",
                                          reason="agent_identity_mismatch", details={"agent": name[:64]}))
                 return
-            self.call(name, Invoke(input=task.prompt or ""), deadline,
+            self.call(target, Invoke(input=task.prompt or ""), deadline,
                       lambda v, e: done(None if e else {"output": v, "delta": {}}, e))
 
-        self.call(name, Describe(), deadline, described)
+        self.call(target, Describe(), deadline, described)
 
     def _answered(self, task: Task, value: Any, error: AdkError | None) -> None:
         engine = self.engine
