@@ -198,11 +198,13 @@ def test_readme_transfer_hands_off_to_the_specialist_and_consumes_the_transfer_b
     compiled = compile_workflow({"version": 1, "id": "readme-transfer-v1", "kind": "transfer", "entry": "triage",
                                  "max_transfers": 1,
                                  "members": {"triage": {"run": triage}, "specialist": {"run": specialist}}})
-    outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
+    ref = start_workflow(compiled, {}, system=system)
+    outcome = wait_workflow(ref, WAIT, system=system)
     assert isinstance(outcome, Completed)
     assert outcome.state == {"triaged": True, "resolved": True} and outcome.output == "resolved"
-    # The accepted handoff is visible as the consumed budget. Its transfer_to_agent event (Engine.events) is not
-    # exposed by the coordinator or the facade: not in the outcome, the status, nor the checkpoint.
+    # The accepted handoff is an event whose actions name the new owner, and it consumed the transfer budget.
+    [event] = workflow_status(ref, system=system)["events"]
+    assert event["author"] == "triage" and event["actions"]["transfer_to_agent"] == "specialist"
     assert outcome.checkpoint["used"]["transfers"] == 1 and outcome.checkpoint["budgets"]["transfers"] == 0
     assert outcome.checkpoint["visits"] == {"triage": 1, "specialist": 1}
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from adk_actors.agents.messages import Describe, Invoke
 from adk_actors.errors import AdkError, WorkflowError
+from adk_actors.events import Event, EventActions
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.runtime.refs import LocalRef, place
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
@@ -213,10 +214,24 @@ class WorkflowActor(GenServer):
         assert self.args is not None and self.engine is not None
         state = "running" if self.outcome is None else type(self.outcome).__name__.lower()
         return {"workflow_ref": self.args.workflow_ref, "workflow_id": self.args.compiled.id,
+                "events": self._events(),
                 "version": self.args.compiled.version, "kind": self.args.compiled.kind, "state": state,
                 "in_flight": len(self.engine.in_flight), "commit_seq": self.engine.commit_seq,
                 "started_at": self.started_at,
                 "invocation_id": self.args.durable.invocation_id if self.args.durable else None}
+
+    def _events(self) -> list[dict[str, Any]]:
+        """The engine's handoffs as events whose ``actions.transfer_to_agent`` names the new owner (newest 256)."""
+        assert self.engine is not None and self.args is not None
+        invocation = self.args.durable.invocation_id if self.args.durable else self.args.workflow_ref
+        out = []
+        for item in self.engine.events[-256:]:
+            if item.get("type") == "transfer_to_agent":
+                event = Event.new(invocation_id=invocation, author=str(item.get("from") or "workflow"),
+                                  actions=EventActions(transfer_to_agent=str(item.get("to"))),
+                                  timestamp=self.started_at)
+                out.append(event.to_dict())
+        return out
 
     # ---- timers -------------------------------------------------------------------------------------------
     def handle_timer(self, message: Any) -> None:
