@@ -185,6 +185,15 @@ class WorkflowActor(GenServer):
     def terminate(self, reason: str) -> None:
         self._kill_jobs(list(self.jobs))
         if self.outcome is None and self.engine is not None:
+            args = self.args
+            if args is not None and args.durable is not None and self.lease is not None:
+                # A durable invocation outlives its coordinator: give the lease back (so another coordinator can
+                # take over at once) instead of recording a terminal outcome. The exit path may block briefly.
+                try:
+                    args.durable.ledger.release(self.lease)
+                except AdkError as err:
+                    self.log.warning("lease not released at exit", reason=err.reason)
+                self.lease = None
             self._conclude(Failed("coordinator_exited", {"why": reason}, self.engine.checkpoint()))
 
     def status(self) -> dict[str, Any]:
