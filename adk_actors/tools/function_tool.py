@@ -304,7 +304,7 @@ class FunctionTool:
     def _derive(self, arg_docs: Mapping[str, str]) -> dict[str, Any]:
         try:
             signature = inspect.signature(self.func)
-            hints = typing.get_type_hints(self.func, include_extras=True)
+            hints = _parameter_hints(self.func)
         except Exception:
             raise SchemaError("function signature cannot be read", reason="unsupported_annotation",
                               details={"tool": self.name, "rule": "unresolvable_annotation"}) from None
@@ -369,6 +369,26 @@ class FunctionTool:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (self.func, self.name, self.description, self._gate, self.parallel_safe, self.inline))
+
+
+class _Annotations:
+    """Just the parameter annotations of a function, for ``typing.get_type_hints``."""
+
+    def __init__(self, annotations: dict[str, Any]) -> None:
+        self.__annotations__ = annotations
+
+
+def _parameter_hints(func: Callable[..., Any]) -> dict[str, Any]:
+    """The resolved parameter annotations of ``func``; the return annotation is not needed and not resolved (a
+    function pickled by value carries only the globals its body uses, so ``-> dict[str, Any]`` under postponed
+    annotations could not be resolved in a worker)."""
+    target = inspect.unwrap(func)
+    annotations = getattr(target, "__annotations__", None)
+    if not isinstance(annotations, dict):
+        return typing.get_type_hints(func, include_extras=True)
+    params = {k: v for k, v in annotations.items() if k != "return"}
+    return typing.get_type_hints(_Annotations(params), globalns=getattr(target, "__globals__", None),
+                                 include_extras=True)
 
 
 def _rebuild(func: Callable[..., Any], name: str, description: str, gate: bool | ConfirmationGate,
