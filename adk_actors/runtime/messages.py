@@ -110,6 +110,12 @@ class GetStatus:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DumpProfile:
+    """Diagnostics: a tier-1 actor started with ``ADKACTORS_PROFILE_DIR`` set writes its cProfile statistics there
+    (``<child id>-<pid>.prof``) and answers with the path (``None`` when it is not profiling)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Ping:
     """Liveness probe; answered with ``"pong"``."""
 

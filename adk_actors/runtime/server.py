@@ -55,6 +55,7 @@ from adk_actors.runtime.messages import (
     ChildExit,
     ChildReady,
     Down,
+    DumpProfile,
     Failure,
     Forward,
     GetStatus,
@@ -248,11 +249,22 @@ class GenServer(Actor):
             return "pong"
         if isinstance(request, GetStatus):
             return self.full_status()
+        if isinstance(request, DumpProfile):
+            return self._dump_profile()
         raise AdkError(f"{type(self).__name__} does not handle {type(request).__name__}",
                        reason="unknown_request", details={"request": type(request).__name__})
 
     def handle_info(self, message: Any, sender: Any) -> None:
         self.log.debug("unhandled message", message_type=type(message).__name__)
+
+    def _dump_profile(self) -> str | None:
+        profiler = getattr(self, "_profiler", None)
+        directory = os.environ.get("ADKACTORS_PROFILE_DIR")
+        if profiler is None or not directory:
+            return None
+        path = os.path.join(directory, f"{self._child_id}-{os.getpid()}.prof")
+        profiler.dump_stats(path)
+        return path
 
     def handle_timer(self, message: Any) -> None:
         self.handle_info(message, None)
@@ -454,6 +466,11 @@ class GenServer(Actor):
             os.environ["ADK_SYSTEM_PORT"] = str(self._system_port)
         if self.tier == 1:
             set_pdeathsig()
+            if os.environ.get("ADKACTORS_PROFILE_DIR"):  # diagnostics for `make bench` profiles; off by default
+                import cProfile
+
+                self._profiler = cProfile.Profile()
+                self._profiler.enable()
         result = self.init(message.args)
         self._initialised = True
         if self._register_as and self._registry is not None:
