@@ -15,7 +15,8 @@ from adk_actors.runtime.system import ActorSystemHandle
 
 TINY = bench.Sizes(asks=5, hops=5, jobs=3, restarts=2, inner=10, idle_actors=4, idle_s=0.2, provider_calls=3,
                    sse_chunks=20, sse_chunk_chars=8, sse_streams=1, session_events=10, session_reads=1,
-                   session_backends=("memory", "sqlite"))
+                   session_backends=("memory", "sqlite"), runner_runs=3, concurrent_runs=10,
+                   concurrent_io_threads=(16,))
 
 
 def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(system: ActorSystemHandle,
@@ -37,6 +38,8 @@ def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(sy
     assert results["idle"]["data"]["inner_actors"] == TINY.idle_actors
     assert results["provider"]["data"]["sse"]["text_intact"] is True
     assert set(results["sessions"]["data"]) == {"memory", "sqlite"}
+    assert results["runner_c1000"]["data"]["io_threads_16"]["completed_ok"] == 10
+    assert all(m["runs_per_s"] > 0 for m in results["runner"]["data"].values())
     assert system.running  # the harness never stops a system it was given
 
     info = bench.machine_info()

@@ -7,6 +7,7 @@
 * ``adk config validate FILE`` — :mod:`adk_actors.cli.config_cmd`
 * ``adk run --config FILE --message TEXT`` — :mod:`adk_actors.cli.run_cmd`
 * ``adk console --config FILE`` — :mod:`adk_actors.cli.console`
+* ``adk shell [--port N] [--json COMMAND]`` — :mod:`adk_actors.cli.shell` (docs/SHELL.md)
 
 Every command reports failures by reason (``AdkError``) and exits non-zero, without a traceback; see docs/CLI.md.
 """
@@ -21,7 +22,7 @@ from types import FrameType
 from typing import Any
 
 from adk_actors import __version__
-from adk_actors.cli import config_cmd, console, doctor, run_cmd
+from adk_actors.cli import config_cmd, console, doctor, run_cmd, shell
 
 __all__ = ["build_parser", "main"]
 
@@ -61,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="print the supervision tree of a running system as JSON")
     status.add_argument("--port", type=int, default=None, help="admin port (default: settings / $ADK_SYSTEM_PORT)")
     status.set_defaults(handler=_status)
-    for command in (doctor, config_cmd, run_cmd, console):
+    for command in (doctor, config_cmd, run_cmd, console, shell):
         command.add_parser(sub)
     return parser
 

@@ -87,6 +87,12 @@ class Sizes:
     session_events: int = 10_000
     session_reads: int = 5
     session_backends: tuple[str, ...] = ("memory", "sqlite", "postgresql")
+    runner_runs: int = 400
+    """Runs per path in the runner benchmark."""
+    concurrent_runs: int = 1000
+    """Concurrent stable runs in runner_c1000."""
+    concurrent_io_threads: tuple[int, ...] = (16, 512)
+    """host_io_threads settings runner_c1000 compares."""
 
     @classmethod
     def full(cls) -> Sizes:
@@ -95,7 +101,7 @@ class Sizes:
     @classmethod
     def quick(cls) -> Sizes:
         return cls(asks=300, hops=200, jobs=60, restarts=10, idle_s=2.0, provider_calls=100, sse_chunks=2000,
-                   sse_streams=3, session_events=500, session_reads=5)
+                   sse_streams=3, session_events=500, session_reads=5, runner_runs=100, concurrent_runs=300)
 
 
 @dataclass(slots=True)

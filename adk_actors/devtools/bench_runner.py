@@ -62,7 +62,7 @@ def _measure(ctx: Any, handle: Any, fn: Callable[[int], Any], n: int, threads: i
     from adk_actors.devtools.bench import CpuSpan, _latency, _ms
 
     for i in range(min(10, n)):
-        fn(-1 - i)
+        fn(-1 - i)  # warm-up
     samples: list[float] = []
     lock = threading.Lock()
 
@@ -91,7 +91,7 @@ def bench_runner(ctx: Any) -> dict[str, Any]:
     from adk_actors.runs import api as runs_api
     from adk_actors.tools import FunctionTool
 
-    n = 100 if ctx.sizes.asks < 1000 else 400
+    n = ctx.sizes.runner_runs
     rows: list[list[Any]] = []
     data: dict[str, Any] = {}
     with Emulator(script=_TOOL_SCRIPT) as emu, _node() as handle:
@@ -177,11 +177,11 @@ def _c_case(io_threads: int, concurrency: int, latency_ms: int) -> dict[str, Any
 
 def bench_runner_c1000(ctx: Any) -> dict[str, Any]:
     """C concurrent stable runs with 200 ms emulator latency: wall time vs the ideal, peak PSS of the actor system."""
-    concurrency = 1000 if ctx.sizes.asks >= 1000 else 300
+    concurrency = ctx.sizes.concurrent_runs
     latency_ms = 200
     rows: list[list[Any]] = []
     data: dict[str, Any] = {}
-    for io_threads in (16, 512):
+    for io_threads in ctx.sizes.concurrent_io_threads:
         m = _c_case(io_threads, concurrency, latency_ms)
         rows.append([io_threads, concurrency, latency_ms, round(m["start_s"], 2), round(m["wall_s"], 2),
                      round(m["wall_s"] / (latency_ms / 1000), 1), m["completed_ok"], round(m["idle_pss_mb"], 1),
