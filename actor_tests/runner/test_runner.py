@@ -38,6 +38,7 @@ from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.sessions import SessionRef
 from adk_actors.sessions.actor import ActorSessionService
 from adk_actors.testing import CrossProcessCounter
+from adk_actors.tools import ToolContext
 
 APP = "runner_tests"
 USER = "u1"
@@ -199,6 +200,30 @@ def test_output_key_commits_the_output_with_the_final_event(system: ActorSystemH
     final = read_events(svc, APP, USER, sid)[-1]
     assert final.is_final and final.actions.state_delta == {"last_answer": output}
     assert svc.get_session(ref_of(sid)).state["last_answer"] == output == "You said: Hello"
+
+
+def test_state_a_tool_writes_through_its_context_is_stored_with_the_round(
+        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
+        agent_factory: Callable[..., str]) -> None:
+    def remember(key: str, value: str, tool_context: ToolContext) -> str:
+        """Store a value for the user."""
+        tool_context.actions.set_state(f"user:{key}", value)
+        tool_context.actions.set_state("temp:seen", True)
+        return "ok"
+
+    emu.set_script({"rules": [
+        {"when": {"has_function_response": False},
+         "respond": {"function_calls": [{"name": "remember", "args": {"key": "colour", "value": "teal"}}]}},
+        {"when": {}, "respond": {"text": "Noted."}}]})
+    agent = agent_factory("Remembering", tools=[FunctionTool(remember, inline=True)])
+    runner = Runner(agent, APP, svc, system=system)
+    sid = unique("s")
+    assert runner.run(USER, sid, "Remember teal") == "Noted."
+    tool_event = next(e for e in read_events(svc, APP, USER, sid)
+                      if e.content is not None and e.content.parts[0].type == "function_response")
+    assert tool_event.actions.state_delta["user:colour"] == "teal"
+    state = svc.get_session(ref_of(sid)).state
+    assert state["user:colour"] == "teal" and "temp:seen" not in state  # temp: cleared at the final event
 
 
 def test_output_key_with_an_output_schema_stores_the_parsed_object(system: ActorSystemHandle, emu: Emulator,

@@ -41,7 +41,7 @@ from adk_actors.agents.messages import Describe, GetHistory, Invoke, Prompt
 from adk_actors.agents.runner_exec import RunnerMixin, RunnerState
 from adk_actors.agents.runner_turn import CancelTurn, RunnerTurn, TurnAccepted
 from adk_actors.agents.spec import LEGACY_APP, MAX_TREE_DEPTH, AgentSpec, compile_spec_catalog
-from adk_actors.agents.toolexec import CONFIRMATION_REASON
+from adk_actors.agents.toolexec import CONFIRMATION_REASON, STATE_DELTA_KEY
 from adk_actors.content.canonical import canonical_dumps
 from adk_actors.content.json_values import copy_json
 from adk_actors.content.parts import FunctionCallPart
@@ -659,6 +659,12 @@ class AgentActor(RunnerMixin, GenServer):
                 error = ToolError("the tool passed its deadline", reason="tool_timeout")
             self._failed(turn, index, error)
             return
+        if isinstance(value, dict) and STATE_DELTA_KEY in value:
+            value = dict(value)
+            delta = value.pop(STATE_DELTA_KEY)
+            if turn.runner is not None and isinstance(delta, dict):
+                turn.runner.state_delta.update(delta)
+                turn.state.update(delta)
         if turn.runner is not None and isinstance(value, dict) and value.get("type") == "suspension":
             self._runner_suspend(turn, index, value)
             return

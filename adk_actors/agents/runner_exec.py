@@ -95,6 +95,8 @@ class RunnerState:
     io_ids: set[int] = field(default_factory=set)
     jobs: set[str] = field(default_factory=set)
     paused: Event | None = None
+    state_delta: dict[str, Any] = field(default_factory=dict)
+    """State the round's tools wrote (``tool_context.actions``), stored with the round's tool event."""
     streamed: list[str] = field(default_factory=list)
     """Text streamed by the current model call (checked against the policy's content budget as it arrives)."""
 
@@ -619,8 +621,11 @@ class RunnerMixin:
         return parts
 
     def _tool_event(self, turn: _Turn, parts: list[dict[str, Any]]) -> Event:
+        runner = turn.runner
+        assert runner is not None
+        delta, runner.state_delta = runner.state_delta, {}
         return Event.new(invocation_id=turn.invocation_id, author=self.spec.name,
-                         content={"schema_version": 1, "parts": parts})
+                         content={"schema_version": 1, "parts": parts}, actions=EventActions(state_delta=delta))
 
     def _runner_round_end(self, turn: _Turn) -> None:
         parts = self._unpersisted_parts(turn)

@@ -46,6 +46,15 @@ def check_gate(payload: bytes, args: dict[str, Any], call_id: str | None, contex
         return {"error": "confirmation_failed"}
 
 
+STATE_DELTA_KEY = "adk_state_delta"
+
+
+def _with_delta(part: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    """The function response plus the state the tool wrote through ``tool_context.actions`` (the Runner stores it
+    with the round's tool event; other paths have no session and drop it)."""
+    return {**part, STATE_DELTA_KEY: delta} if delta else part
+
+
 def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str | None,
                  context: dict[str, Any], callbacks: list[str | bytes] | None = None,
                  runner: bool = False) -> dict[str, Any]:
@@ -78,6 +87,7 @@ def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str |
             if decision["action"] == "replace" and isinstance(decision["value"], dict):
                 args = decision["value"]
         part = call_tool_sync(tool, FunctionCallPart(name=name, args=args, id=call_id), ctx)
+        delta = dict(ctx.actions.state_delta)
         suspension = suspension_of(part.response)
         if suspension is not None:
             if runner:
@@ -88,8 +98,8 @@ def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str |
             decision = run_hook(callbacks, "after_tool", [name, copy_json(args)[0], dict(view),
                                                           copy_json(part.response)[0]])
             if decision["action"] == "replace":
-                return tool_result_response(name, call_id, decision["value"]).to_dict()
-        return part.to_dict()
+                return _with_delta(tool_result_response(name, call_id, decision["value"]).to_dict(), delta)
+        return _with_delta(part.to_dict(), delta)
     except AdkError as err:
         return failed_function_response(name, call_id, err).to_dict()
     except Exception as exc:

@@ -368,7 +368,10 @@ class FunctionTool:
         return f"FunctionTool(name={self.name!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self.func, self.name, self.description, self._gate, self.parallel_safe, self.inline))
+        # The derived schema, context parameter and resolved hints travel with the function: a function pickled
+        # by value carries only the globals its body uses, so its string annotations could not be resolved again.
+        return (_restore, (self.func, self.name, self.description, self._gate, self.parallel_safe, self.inline,
+                           self._schema, self._context_param, self._hints))
 
 
 class _Annotations:
@@ -391,7 +394,15 @@ def _parameter_hints(func: Callable[..., Any]) -> dict[str, Any]:
                                  include_extras=True)
 
 
-def _rebuild(func: Callable[..., Any], name: str, description: str, gate: bool | ConfirmationGate,
-             parallel_safe: bool, inline: bool) -> FunctionTool:
-    return FunctionTool(func, name=name, description=description, requires_confirmation=gate,
-                        parallel_safe=parallel_safe, inline=inline)
+def _restore(func: Callable[..., Any], name: str, description: str, gate: bool | ConfirmationGate,
+             parallel_safe: bool, inline: bool, schema: dict[str, Any], context_param: str | None,
+             hints: dict[str, Any]) -> FunctionTool:
+    tool = FunctionTool.__new__(FunctionTool)
+    tool.func, tool.name, tool.description = func, name, description
+    tool.parallel_safe, tool.inline, tool._gate = parallel_safe, inline, gate
+    tool.requires_confirmation = gate if isinstance(gate, bool) else False
+    tool.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+        getattr(func, "__call__", None))  # noqa: B004 - an async __call__ makes an async callable object
+    tool._context_param, tool._hints, tool._schema = context_param, dict(hints), schema
+    tool._compiled = compile_schema(schema)
+    return tool
