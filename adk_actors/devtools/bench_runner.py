@@ -163,7 +163,7 @@ def _c_case(io_threads: int, concurrency: int, latency_ms: int) -> dict[str, Any
         sampler.start()
         t0 = time.perf_counter()
         with ThreadPoolExecutor(32) as pool:
-            ids = list(pool.map(lambda i: runs_api.start(runner, "u", f"c{i}", f"q{i}", retention_ms=5000,
+            ids = list(pool.map(lambda i: runs_api.start(runner, "u", f"c{i}", f"q{i}", retention_ms=600000,
                                                          system=handle), range(concurrency)))
             started = time.perf_counter() - t0
             outcomes = list(pool.map(lambda r: runs_api.wait(r, 300, system=handle), ids))
