@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from actor_tests.samples_runner import assert_lines, run_sample
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,10 +20,4 @@ EXPECTED = {
 
 @pytest.mark.parametrize("sample", sorted(EXPECTED))
 def test_the_demo_samples_run_offline(sample: str) -> None:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("ADK_") and k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_BASE_URL"}}
-    result = subprocess.run([sys.executable, str(ROOT / "samples" / sample)], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0, result.stderr[-2000:]
-    for line in EXPECTED[sample]:
-        assert line in result.stdout
+    assert_lines(run_sample(sample), EXPECTED[sample])

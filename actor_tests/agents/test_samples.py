@@ -3,12 +3,11 @@ expected output."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from actor_tests.samples_runner import assert_lines, run_sample
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,11 +32,4 @@ def test_every_agent_sample_is_covered() -> None:
 
 @pytest.mark.parametrize("sample", sorted(EXPECTED))
 def test_sample_runs_and_prints_the_expected_output(sample: str) -> None:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("ADK_") and k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_BASE_URL"}}
-    result = subprocess.run([sys.executable, str(ROOT / "samples" / sample)], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0, result.stderr[-2000:]
-    lines = result.stdout.splitlines()
-    for expected in EXPECTED[sample]:
-        assert any(expected in line for line in lines), (expected, result.stdout)
+    assert_lines(run_sample(sample), EXPECTED[sample])

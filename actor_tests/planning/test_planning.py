@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from actor_tests.samples_runner import run_sample
 from adk_actors.errors import ConfigError, PolicyDenied, ValidationError
 from adk_actors.planning import (
     MAX_PLAN_BYTES,
@@ -258,10 +259,6 @@ def test_references_and_limits_are_checked_before_anything_runs(system: ActorSys
 # ---- the sample ------------------------------------------------------------------------------------------------------
 
 def test_the_planning_sample_runs() -> None:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("ADK_") and k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_BASE_URL"}}
-    result = subprocess.run([sys.executable, str(ROOT / "samples" / "planning.py")], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0, result.stderr[-2000:]
+    result = run_sample("planning.py")
     assert "status=completed steps_executed=1 replans=0 plan_version=1" in result.stdout
     assert "cancelled: user_cancelled" in result.stdout

@@ -3,15 +3,13 @@ function / tool / agent node helpers (agent nodes against the Gemini emulator an
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from actor_tests.agents.conftest import Spawner, config_for, emu, spawn, unique
+from actor_tests.samples_runner import run_sample
 from adk_actors.emulator import Emulator
 from adk_actors.errors import ConfigError, ToolError, WorkflowError
 from adk_actors.runtime.system import ActorSystemHandle
@@ -229,9 +227,5 @@ def test_agent_node_applies_the_agents_callbacks(system: ActorSystemHandle, emu:
 # ---- the sample ------------------------------------------------------------------------------------------------------
 
 def test_the_legacy_graph_sample_runs() -> None:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("ADK_") and k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_BASE_URL"}}
-    result = subprocess.run([sys.executable, str(ROOT / "samples" / "workflow_legacy_graph.py")], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0, result.stderr[-2000:]
+    result = run_sample("workflow_legacy_graph.py")
     assert "count=3" in result.stdout

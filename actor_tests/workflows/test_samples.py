@@ -4,14 +4,13 @@ sample or is marked illustrative."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from actor_tests.samples_runner import run_sample
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,11 +86,7 @@ def test_every_workflow_sample_is_covered() -> None:
 
 @pytest.mark.parametrize("sample", sorted(EXPECTED))
 def test_sample_runs_and_prints_the_expected_lines(sample: str) -> None:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("ADK_") and k not in {"GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_BASE_URL"}}
-    result = subprocess.run([sys.executable, str(ROOT / "samples" / sample)], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
-    assert result.returncode == 0, result.stderr[-2000:]
+    result = run_sample(sample)
     assert result.stdout.splitlines() == EXPECTED[sample], result.stdout
 
 
