@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from actor_tests.runtime.helpers import wait_exit as _wait_exit
+
 WAIT_S = 30.0
 """How long a test waits for a signal or a process exit before failing."""
 HOLD_S = 60.0
@@ -113,12 +115,4 @@ def hold(gate: str, channel: str, timeout: float = HOLD_S, **fields: Any) -> boo
 
 def wait_exit(pid: int, timeout: float = WAIT_S) -> bool:
     """Block on a pidfd until ``pid`` has exited (``True``), or ``timeout`` passes (``False``)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        ready, _, _ = select.select([fd], [], [], timeout)
-        return bool(ready)
-    finally:
-        os.close(fd)
+    return _wait_exit(pid, timeout)
