@@ -16,7 +16,8 @@ from adk_actors.runtime.system import ActorSystemHandle
 TINY = bench.Sizes(asks=5, hops=5, jobs=3, restarts=2, inner=10, idle_actors=4, idle_s=0.2, provider_calls=3,
                    sse_chunks=20, sse_chunk_chars=8, sse_streams=1, session_events=10, session_reads=1,
                    session_backends=("memory", "sqlite"), runner_runs=3, concurrent_runs=10,
-                   concurrent_io_threads=(16,))
+                   concurrent_io_threads=(16,), agent_turns=3, agent_concurrency=(5,), idle_agents=5,
+                   idle_agents_s=0.2, spawn_agents=10)
 
 
 def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(system: ActorSystemHandle,
@@ -40,6 +41,12 @@ def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(sy
     assert set(results["sessions"]["data"]) == {"memory", "sqlite"}
     assert results["runner_c1000"]["data"]["io_threads_16"]["completed_ok"] == 10
     assert all(m["runs_per_s"] > 0 for m in results["runner"]["data"].values())
+    turns = results["agent_turns"]["data"]
+    assert all(turns[k]["n"] == TINY.agent_turns for k in ("text", "inline", "worker", "bare_text", "bare_tool"))
+    assert len(turns["processes"]["hosts"]["pids"]) == 2 and turns["processes"]["session store"]["pss_kb"] > 0
+    assert [m["completed_ok"] for m in results["concurrency"]["data"].values()] == [5]
+    assert results["idle_agents"]["data"]["agents"] == TINY.idle_agents
+    assert all(m["inner_actors"] >= TINY.spawn_agents for m in results["spawn_agents"]["data"].values())
     assert system.running  # the harness never stops a system it was given
 
     info = bench.machine_info()

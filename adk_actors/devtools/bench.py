@@ -8,7 +8,8 @@
 Prints a Markdown report (a targets summary, then one table per benchmark) headed with the machine, the versions,
 the git commit and the exact command; ``--append`` also appends it to a file as a new dated section.
 Benchmarks, in run order: ``idle``, ``ask_tier1``, ``ask_tier2``, ``hops``, ``restart``, ``spawn_inner``,
-``provider``, ``sessions``.
+``provider``, ``sessions``, ``runner``, ``runner_c1000`` (:mod:`~adk_actors.devtools.bench_runner`), ``agent_turns``,
+``concurrency``, ``idle_agents``, ``spawn_agents`` (:mod:`~adk_actors.devtools.bench_agents`).
 
 How things are measured (see docs/PERFORMANCE.md):
 
@@ -93,6 +94,16 @@ class Sizes:
     """Concurrent stable runs in runner_c1000."""
     concurrent_io_threads: tuple[int, ...] = (16, 512)
     """host_io_threads settings runner_c1000 compares."""
+    agent_turns: int = 400
+    """Sequential prompt turns per case (and bare-requests turns per floor) in agent_turns."""
+    agent_concurrency: tuple[int, ...] = (10, 100, 1000)
+    """Concurrent new-session turns (C) the concurrency benchmark runs."""
+    idle_agents: int = 100
+    """Agents alive in idle_agents."""
+    idle_agents_s: float = 5.0
+    """Measurement window of idle_agents (once without agents, once with them)."""
+    spawn_agents: int = 1000
+    """Agents spawned per row of spawn_agents."""
 
     @classmethod
     def full(cls) -> Sizes:
@@ -101,7 +112,9 @@ class Sizes:
     @classmethod
     def quick(cls) -> Sizes:
         return cls(asks=300, hops=200, jobs=60, restarts=10, idle_s=2.0, provider_calls=100, sse_chunks=2000,
-                   sse_streams=3, session_events=500, session_reads=5, runner_runs=100, concurrent_runs=300)
+                   sse_streams=3, session_events=500, session_reads=5, runner_runs=100, concurrent_runs=300,
+                   agent_turns=100, agent_concurrency=(10, 100), idle_agents=100, idle_agents_s=2.0,
+                   spawn_agents=300)
 
 
 @dataclass(slots=True)
@@ -746,6 +759,12 @@ def bench_sessions(ctx: Context) -> dict[str, Any]:
             "rows": rows, "notes": notes, "data": data}
 
 
+from adk_actors.devtools.bench_agents import (  # noqa: E402
+    bench_agent_turns,
+    bench_concurrency,
+    bench_idle_agents,
+    bench_spawn_agents,
+)
 from adk_actors.devtools.bench_runner import bench_runner, bench_runner_c1000  # noqa: E402
 
 BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
@@ -760,6 +779,10 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     "sessions": (bench_sessions, False),
     "runner": (bench_runner, False),
     "runner_c1000": (bench_runner_c1000, False),
+    "agent_turns": (bench_agent_turns, False),
+    "concurrency": (bench_concurrency, False),
+    "idle_agents": (bench_idle_agents, False),
+    "spawn_agents": (bench_spawn_agents, False),
 }
 
 
