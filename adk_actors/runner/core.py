@@ -212,6 +212,10 @@ class RunnerBody:
     hosts: int = 0
     """The node's host count: the agent is addressed by its inner-actor ref, so a missing agent fails at once."""
 
+    def placement_key(self) -> str:
+        """The agent's inner-actor id: stable runs of this body are placed on the agent's host (``runs.start``)."""
+        return local_id(self.runner.agent_name)
+
     def _agent(self) -> Any:
         if self.hosts <= 0:
             return self.runner.agent_name

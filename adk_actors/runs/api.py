@@ -80,11 +80,26 @@ def start(body: Any, user_id: str | None = None, session_id: str | None = None, 
         raise RunError("max_buffered_events must be a positive integer", reason="invalid_run_options",
                        details={"key": "max_buffered_events"})
     handle = _system(system)
-    run_id = run_id or uuid.uuid4().hex
+    run_id = run_id or _colocated_id(body, handle.settings.hosts)
     args = RunArgs(run_id=run_id, body=body,
                    options=RunOptions(retention_ms=retention_ms, max_buffered_events=max_buffered_events),
                    parent_run_id=parent_run_id)
     handle.spawn(_RUN_ACTOR, args, id=run_id, restart="temporary", timeout=timeout)
+    return run_id
+
+
+def _colocated_id(body: Any, hosts: int) -> str:
+    """A fresh run id; when the body names the actor it talks to (``placement_key()``, e.g. a Runner's agent), one
+    that places the run on that actor's host, so their messages stay inside one host process."""
+    key = getattr(body, "placement_key", None)
+    run_id = uuid.uuid4().hex
+    if not callable(key) or hosts < 2:
+        return run_id
+    target = place(str(key()), hosts)
+    for _ in range(64):  # each try lands on the target with probability 1/hosts
+        if place(run_id, hosts) == target:
+            return run_id
+        run_id = uuid.uuid4().hex
     return run_id
 
 
