@@ -80,6 +80,12 @@ def local_id(name: str) -> str:
     return f"agent.{name}"
 
 
+def agent_ref(name: str, hosts: int) -> LocalRef:
+    """Where the agent called ``name`` lives among ``hosts`` hosts (its inner-actor ref, stable across restarts)."""
+    lid = local_id(name)
+    return LocalRef(place(lid, hosts), lid)
+
+
 def _system(system: ActorSystemHandle | None) -> ActorSystemHandle:
     return system if system is not None else current_system()
 
@@ -88,8 +94,7 @@ def _ref(agent: AgentLike, system: ActorSystemHandle) -> AgentRef:
     if isinstance(agent, AgentRef):
         return agent
     name = check_agent_name(agent, field_name="agent")
-    lid = local_id(name)
-    return AgentRef(name, LocalRef(place(lid, system.settings.hosts), lid))
+    return AgentRef(name, agent_ref(name, system.settings.hosts))
 
 
 def _ms_or_none(value: Any) -> float | None:

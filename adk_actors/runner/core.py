@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adk_actors.agents.api import AgentLike, _input, _ref, _system, local_id
+from adk_actors.agents.api import AgentLike, _input, _ref, _system, agent_ref, local_id
 from adk_actors.agents.runner_turn import (
     CancelTurn,
     ResumeSpec,
@@ -29,7 +29,6 @@ from adk_actors.runs import api as runs_api
 from adk_actors.runs.actor import INDEX_NAME, RunContext
 from adk_actors.runs.logic import Cancelled, Completed, Failed, Paused, ReplayGap
 from adk_actors.runs.messages import OnHostLost, OnProcessLost
-from adk_actors.runtime.refs import LocalRef, place
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.sessions.model import SessionRef, validate_name
 from adk_actors.tools.suspension import TERMINAL_STATUSES
@@ -219,8 +218,7 @@ class RunnerBody:
     def _agent(self) -> Any:
         if self.hosts <= 0:
             return self.runner.agent_name
-        lid = local_id(self.runner.agent_name)
-        return LocalRef(place(lid, self.hosts), lid)
+        return agent_ref(self.runner.agent_name, self.hosts)
 
     def start(self, run: RunContext) -> None:
         request = self.runner.turn(self.user_id, self.session_id, input=self.input, resume=self.resume,

@@ -26,11 +26,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from adk_actors.agents.api import agent_ref
 from adk_actors.agents.messages import Describe, Invoke
 from adk_actors.errors import AdkError, WorkflowError
 from adk_actors.events import Event, EventActions
 from adk_actors.runtime.callables import CallableRef
-from adk_actors.runtime.refs import LocalRef, place
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 from adk_actors.runtime.workers import CancelJob
 from adk_actors.workflows.engine import Cancelled, Completed, Engine, Failed, Outcome, Paused, Task
@@ -319,8 +319,7 @@ class WorkflowActor(GenServer):
         assert self.args is not None
         target: Any = name
         if self.args.hosts > 0:
-            lid = f"agent.{name}"
-            target = LocalRef(place(lid, self.args.hosts), lid)
+            target = agent_ref(name, self.args.hosts)
 
         def described(value: Any, error: AdkError | None) -> None:
             if error is not None:
