@@ -52,6 +52,8 @@ class Settings:
     """Default deadline of a facade call that is not given a timeout."""
     facade_endpoints: Literal["per_call", "per_thread"] = "per_thread"
     """Facade asks use a fresh external endpoint per call, or one long-lived endpoint per thread."""
+    local_lanes: bool = True
+    """Messages between this node's processes travel over Unix-socket lanes instead of Thespian's TCP transport."""
     hosts: int = 2
     """Number of tier-1 host processes that run tier-2 actors (about one per core)."""
     host_io_threads: int = 16

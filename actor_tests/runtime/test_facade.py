@@ -96,7 +96,8 @@ def test_lookup_of_an_unknown_name_fails_at_the_deadline(system: ActorSystemHand
 
 @pytest.mark.parametrize("mode", ["per_thread", "per_call"])
 def test_both_endpoint_modes_keep_replies_matched_and_drop_late_ones(make_system, mode: str) -> None:
-    handle: ActorSystemHandle = make_system(facade_endpoints=mode)
+    # Thespian endpoints carry facade asks only without lanes (test_lane.py pins the lane path).
+    handle: ActorSystemHandle = make_system(facade_endpoints=mode, local_lanes=False)
     name = unique("pt")
     start_child(handle, ChildSpec(id=name, actor=PROBE, register_as=name))
     with pytest.raises(AskTimeout):

@@ -1,7 +1,8 @@
 """Agent benchmarks for ``make bench``: ``agent_turns``, ``concurrency``, ``idle_agents`` and ``spawn_agents``.
 
 Each benchmark starts its own node (the product composer: admission, run index, telemetry, session store) and,
-where a model is called, an in-process Gemini emulator; each stops both before it returns. The public API is
+where a model is called, the Gemini emulator in a process of its own (its CPU is never counted); each stops both
+before it returns. The public API is
 what is measured: ``spawn_agent``, ``prompt``, ``Runner`` with ``runs.start`` + ``runs.wait``. Runner.run and
 stable-run turn costs at zero latency are in ``runner`` (:mod:`adk_actors.devtools.bench_runner`).
 """
@@ -40,7 +41,7 @@ _KIND_LABELS = {
     "telemetry": "telemetry hub",
     "others": "others (root, registry, router, admission, run index, supervisors)",
     "not in the tree": "not in the tree (Thespian admin, logger)",
-    "caller": "caller (facade + in-process emulator)",
+    "caller": "caller (facade)",
 }
 
 
@@ -155,13 +156,13 @@ def bench_agent_turns(ctx: Any) -> dict[str, Any]:
     """``prompt`` text and tool turns at 0 ms model latency vs a bare ``requests`` floor; CPU per process kind."""
     from adk_actors.agents import prompt, spawn_agent
     from adk_actors.devtools.bench import _ms, pss_kb
-    from adk_actors.emulator import Emulator
+    from adk_actors.devtools.emulator_proc import emulator_process
     from adk_actors.models.gemini.transport import close_sessions
     from adk_actors.tools import FunctionTool
 
     n = ctx.sizes.agent_turns
     data: dict[str, Any] = {}
-    with Emulator(script=_TOOL_SCRIPT, latency_ms=0) as emu, _node() as handle:
+    with emulator_process(script=_TOOL_SCRIPT) as emu, _node() as handle:
         tag = uuid.uuid4().hex[:6]
         # history_policy "exclude": every turn sends the same request (a kept history grows by two contents a turn)
         text = spawn_agent(f"BenchTurnText_{tag}", _config(emu, history_policy="exclude"), system=handle)
@@ -244,8 +245,8 @@ def bench_agent_turns(ctx: Any) -> dict[str, Any]:
                       "text turn; for a tool turn a POST, the function called in-process, and a POST carrying the "
                       "model's content and the function response. Its CPU is the caller's only (the system idles).",
                       "CPU: utime+stime ticks per process of the actor system before/after the loop, plus the "
-                      "caller's getrusage. The emulator runs in the caller's process, so the caller's CPU includes "
-                      "the server side of every model call, in the floor rows too.",
+                      "caller's getrusage. The emulator runs in a process of its own and is not counted, in the "
+                      "floor rows too.",
                       "Process kinds come from the supervision tree (handle.tree()); PSS (smaps_rollup) is read "
                       "after the agent turns. Runner.run and stable-run turns at 0 ms latency: see 'runner'."],
             "data": data}
@@ -288,12 +289,12 @@ def _sample_peaks(handle: Any, pids: list[int], stop: threading.Event, peaks: di
 
 def _concurrent(c: int, settings: dict[str, Any]) -> dict[str, Any]:
     from adk_actors.devtools.bench import CpuSpan, pss_kb
-    from adk_actors.emulator import Emulator
+    from adk_actors.devtools.emulator_proc import emulator_process
     from adk_actors.runs import Completed, Failed
     from adk_actors.runs import api as runs_api
     from adk_actors.runtime.procs import group_pids
 
-    with Emulator(script=_TOOL_SCRIPT, latency_ms=LATENCY_MS) as emu, _node(**settings) as handle:
+    with emulator_process(script=_TOOL_SCRIPT, latency_ms=LATENCY_MS) as emu, _node(**settings) as handle:
         runner = _runner(handle, emu, f"BenchConc_{uuid.uuid4().hex[:6]}", [], admission_control=_QUEUE)
         runner.run("u", "warm", "hi")
         used = {k: getattr(handle.settings, k) for k in ("max_concurrent_invocations", "global_limit",
@@ -367,8 +368,8 @@ def bench_concurrency(ctx: Any) -> dict[str, Any]:
         "Peak admitted / queued: the admission controller's permits in use and waiting requests, sampled every "
         "100 ms (a limit binds when admitted reaches it and requests queue). Provider calls also wait for the "
         "hosts' I/O threads (host_io_threads × hosts in flight; runner_c1000 compares host_io_threads).",
-        "turns/s = completed turns / wall; CPU ms/turn = every process of the system plus the caller (its "
-        "in-process emulator and the samplers included) over the span, per completed turn; PSS summed over the "
+        "turns/s = completed turns / wall; CPU ms/turn = every process of the system plus the caller (the "
+        "samplers included, the emulator's own process not) over the span, per completed turn; PSS summed over the "
         "system's processes, sampled every 500 ms and once at the end (before = after one warm-up turn).",
         *failures,
     ]

@@ -1,7 +1,8 @@
 """Runner and stable-run benchmarks for ``make bench`` (``runner`` and ``runner_c1000``).
 
-Each benchmark starts its own node (the product composer: admission, run index, session store) and an in-process
-Gemini emulator, so it measures what an application gets from ``Runner.run`` / ``runs.start`` + ``runs.wait``.
+Each benchmark starts its own node (the product composer: admission, run index, session store) and the Gemini
+emulator in a process of its own (its CPU is not counted), so it measures what an application gets from
+``Runner.run`` / ``runs.start`` + ``runs.wait``.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _measure(ctx: Any, handle: Any, fn: Callable[[int], Any], n: int, threads: i
 
 def bench_runner(ctx: Any) -> dict[str, Any]:
     """Runner.run and stable runs (runs.start + runs.wait): runs/s, latency and CPU per run, text and tool turns."""
-    from adk_actors.emulator import Emulator
+    from adk_actors.devtools.emulator_proc import emulator_process
     from adk_actors.runs import Completed
     from adk_actors.runs import api as runs_api
     from adk_actors.tools import FunctionTool
@@ -94,7 +95,7 @@ def bench_runner(ctx: Any) -> dict[str, Any]:
     n = ctx.sizes.runner_runs
     rows: list[list[Any]] = []
     data: dict[str, Any] = {}
-    with Emulator(script=_TOOL_SCRIPT) as emu, _node() as handle:
+    with emulator_process(script=_TOOL_SCRIPT) as emu, _node() as handle:
         tag = uuid.uuid4().hex[:6]
         text = _runner(handle, emu, f"BenchText_{tag}", [])
         tool = _runner(handle, emu, f"BenchTool_{tag}", [FunctionTool(get_weather, inline=True)])
@@ -135,7 +136,7 @@ def bench_runner(ctx: Any) -> dict[str, Any]:
                       "A tool turn is two model calls. The inline tool runs in the agent's host; the worker tool "
                       "in the worker-process pool.",
                       "CPU = every process of the actor system (schedstat of all threads) plus the caller; the "
-                      "emulator runs in the caller's process, so its CPU is included."],
+                      "emulator runs in a process of its own and its CPU is not included."],
             "data": data}
 
 
@@ -148,11 +149,11 @@ def _peak_pss(pgid: int, stop: threading.Event, peak: list[int]) -> None:
 
 def _c_case(io_threads: int, concurrency: int, latency_ms: int) -> dict[str, Any]:
     from adk_actors.devtools.bench import group_pss_kb
-    from adk_actors.emulator import Emulator
+    from adk_actors.devtools.emulator_proc import emulator_process
     from adk_actors.runs import Completed
     from adk_actors.runs import api as runs_api
 
-    with Emulator(latency_ms=latency_ms) as emu, _node(host_io_threads=io_threads,
+    with emulator_process(latency_ms=latency_ms) as emu, _node(host_io_threads=io_threads,
                                                        max_concurrent_invocations=concurrency) as handle:
         runner = _runner(handle, emu, f"BenchC_{uuid.uuid4().hex[:6]}", [])
         runner.run("u", "warm", "hi")

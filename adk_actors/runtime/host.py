@@ -41,7 +41,7 @@ from adk_actors.runtime.iopool import IOPool
 from adk_actors.runtime.messages import Call, ChildExit, ChildReady, Failure, ToInner, Unregister
 from adk_actors.runtime.refs import LocalRef, host_name
 from adk_actors.runtime.restart import RestartType, Window, should_restart
-from adk_actors.runtime.server import CallCtx, GenServer, InnerInit, IoDone, TimerFire
+from adk_actors.runtime.server import MAX_TIMER_S, CallCtx, GenServer, InnerInit, IoDone, TimerFire
 from adk_actors.runtime.supervisor import ChildSpec, Supervisor, SupervisorSpec
 
 __all__ = ["Host", "HostArgs", "HostSupervisor", "HostsSpec", "InnerPort", "InnerSpec", "InnerSpecAdded",
@@ -372,7 +372,7 @@ class Host(GenServer):
 
     # ---- timers ------------------------------------------------------------------------------------------------
     def add_timer(self, delay: float, local_id: str, timer_id: int, message: Any) -> None:
-        due = time.monotonic() + max(0.0, delay)
+        due = time.monotonic() + min(max(0.0, delay), MAX_TIMER_S)
         heapq.heappush(self.timer_heap, (due, next(self.seq), local_id, timer_id, message))
         self._arm()
 

@@ -50,6 +50,7 @@ from thespian.actors import (
 
 from adk_actors.errors import ActorCrashed, AdkError, AskTimeout
 from adk_actors.logs import get_logger
+from adk_actors.runtime.lane import LaneReturn, LaneServer, lanes_enabled
 from adk_actors.runtime.messages import (
     Call,
     ChildExit,
@@ -65,6 +66,7 @@ from adk_actors.runtime.messages import (
     Resolved,
     Shutdown,
     SupInit,
+    Unregister,
 )
 from adk_actors.runtime.messages import (
     ToInner as ToInnerMessage,
@@ -82,6 +84,13 @@ OnReply = Callable[[Any, AdkError | None], None]
 
 JOB_REPLY_GRACE_S = 1.0
 """Extra time a caller waits past a job's deadline for the pool's own ``job_timeout`` answer."""
+
+MAX_TIMER_S = 365 * 86400.0
+"""Longest timer delay: an ``infinity`` setting becomes a year (Thespian cannot arm an infinite wakeup)."""
+
+_THESPIAN_ONLY = (ChildExit, ChildReady, Down, Register, Unregister, SupInit, Shutdown)
+"""Supervision messages stay on Thespian: their order against Thespian's own ``ChildActorExited`` matters (a
+``ChildExit`` must reach the parent before the exit it explains)."""
 
 _PR_SET_PDEATHSIG = 1
 
@@ -143,6 +152,17 @@ class InnerInit:
 
 
 @dataclass(frozen=True, slots=True)
+class _LaneRetry:
+    target: LaneReturn
+    message: Any
+    attempt: int
+
+
+_LANE_RETRIES = 100
+"""About 5 s of retries (1 ms doubling to 50 ms) for an answer that cannot be pickled yet."""
+
+
+@dataclass(frozen=True, slots=True)
 class _CallExpired:
     call_id: str
 
@@ -167,6 +187,7 @@ class Tier1Port:
         self.names: dict[str, Resolved] = {}
         self.hostname = socket.gethostname()
         self.io_pool: Any = None
+        self.lane: LaneServer | None = None
 
     @property
     def ref(self) -> Any:
@@ -187,13 +208,41 @@ class Tier1Port:
         if isinstance(target, LocalRef):
             self.send(host_name(target.host_id), ToInnerMessage(local_id=target.local_id, message=message))
             return
+        if isinstance(target, LaneReturn):
+            self.answer(target, message, 0)
+            return
+        if (self.lane is not None and not self.actor._exiting and not isinstance(message, _THESPIAN_ONLY)
+                and self.lane.client.send(target, self.actor.myAddress, message)):
+            return
         self.actor.send(target, message)
+
+    def answer(self, target: LaneReturn, message: Any, attempt: int) -> None:
+        """Answer a facade caller on its lane. A message holding an address Thespian has not translated yet (a
+        child just created) cannot be pickled: Thespian would postpone such a send, so we retry it shortly."""
+        try:
+            if self.lane is None or not self.lane.answer(target, message):
+                self.actor.log.debug("answer for a closed lane dropped", message_type=type(message).__name__)
+        except Exception as exc:
+            if attempt >= _LANE_RETRIES:
+                self.actor.log.warning("answer could not be encoded; dropped", message_type=type(message).__name__,
+                                       error=type(exc).__name__)
+                return
+            self.actor.wakeupAfter(min(0.001 * 2 ** attempt, 0.05), payload=_LaneRetry(target, message, attempt + 1))
+
+    def open_lane(self, system_port: int) -> None:
+        """Listen on this actor's lane (see :mod:`adk_actors.runtime.lane`); without one, Thespian carries all."""
+        if not system_port or not lanes_enabled():
+            return
+        try:
+            self.lane = LaneServer(system_port, self.actor.myAddress)
+        except OSError as exc:
+            self.actor.log.warning("lane not opened; messages go through Thespian", error=type(exc).__name__)
 
     def _alive(self, entry: Resolved) -> bool:
         return entry.hostname != self.hostname or pid_alive(entry.pid)
 
     def start_timer(self, delay: float, timer_id: int, message: Any) -> None:
-        self.actor.wakeupAfter(max(0.0, delay), payload=TimerFire(timer_id, message))
+        self.actor.wakeupAfter(min(max(0.0, delay), MAX_TIMER_S), payload=TimerFire(timer_id, message))
 
     def cancel_timer(self, timer_id: int) -> None:
         """Thespian wakeups cannot be withdrawn: the fire is ignored when it arrives (see GenServer)."""
@@ -214,7 +263,10 @@ class Tier1Port:
             self.io_pool.cancel(io_id)
 
     def extra_fds(self) -> list[int]:
-        return [self.io_pool.read_fd] if self.io_pool is not None else []
+        fds = [self.io_pool.read_fd] if self.io_pool is not None else []
+        if self.lane is not None:
+            fds.append(self.lane.fileno())
+        return fds
 
 
 class GenServer(Actor):
@@ -288,6 +340,10 @@ class GenServer(Actor):
     def full_status(self) -> dict[str, Any]:
         base = {"id": self._child_id, "type": type(self).__name__, "pid": os.getpid(),
                 "timers": len(self._timers), "pending_calls": len(self._pending)}
+        lane = self._port.lane if self.tier == 1 else None
+        if lane is not None:
+            base["lane"] = {"peers": len(lane.peers), "targets": len(lane.client.by_key),
+                            "frames_in": lane.frames_in, "frames_out": lane.client.frames_out}
         base.update(self.status())
         return base
 
@@ -418,6 +474,8 @@ class GenServer(Actor):
             payload = message.payload
             if isinstance(payload, TimerFire):
                 self._fire(payload)
+            elif isinstance(payload, _LaneRetry):
+                self._port.answer(payload.target, payload.message, payload.attempt)
             else:
                 self.handle_wakeup(payload)
         elif isinstance(message, TimerFire):  # tier-2 timers arrive unwrapped
@@ -430,6 +488,10 @@ class GenServer(Actor):
                 for result in self._port.io_pool.drain():
                     self._on_io(IoDone(result.io_id, result.value, result.error, result.progress))
                 ready.remove(self._port.io_pool.read_fd)
+            lane = self._port.lane if self.tier == 1 else None
+            if lane is not None and lane.fileno() in ready:
+                ready.remove(lane.fileno())
+                self._on_lane(lane)
             if ready:
                 self.handle_ready(ready)
         elif isinstance(message, SupInit):
@@ -456,6 +518,18 @@ class GenServer(Actor):
         else:
             self.handle_info(message, sender)
 
+    def _on_lane(self, lane: LaneServer) -> None:
+        """Dispatch what arrived on the lane, one message at a time, each with the usual crash handling."""
+        for sender, message in lane.poll():
+            if self._exiting:
+                if isinstance(message, Call):
+                    self._answer_dead(message, sender)
+                continue
+            try:
+                self._dispatch(message, sender)
+            except Exception as exc:  # let it crash, as for a Thespian delivery
+                self._crash(exc, message, sender)
+
     def _on_init(self, message: SupInit, sender: Any) -> None:
         self._parent = message.parent
         self._child_id = message.child_id
@@ -466,6 +540,7 @@ class GenServer(Actor):
             os.environ["ADK_SYSTEM_PORT"] = str(self._system_port)
         if self.tier == 1:
             set_pdeathsig()
+            self._port.open_lane(self._system_port)  # before Register: whoever finds us finds our lane
             if os.environ.get("ADKACTORS_PROFILE_DIR"):  # diagnostics for `make bench` profiles; off by default
                 import cProfile
 

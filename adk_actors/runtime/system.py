@@ -42,6 +42,8 @@ from adk_actors.errors import (
 )
 from adk_actors.runtime.callables import callable_ref
 from adk_actors.runtime.host import InnerSpec, Spawn, StopInner
+from adk_actors.runtime.lane import ENV as LANES_ENV
+from adk_actors.runtime.lane import LaneConn, address_key
 from adk_actors.runtime.logdefs import NULL_LOG_DEFS, sink_path, thesplog_path
 from adk_actors.runtime.messages import Call, Failure, GetStatus, Lookup, Reply, Resolved, Route, Shutdown, ToInner
 from adk_actors.runtime.procs import group_pids, pid_alive
@@ -107,6 +109,7 @@ def _thespian_env(settings: Settings, port: int) -> dict[str, str]:
         "THESPLOG_FILE": str(thesplog_path(settings.data_path(), port)),
         "THESPLOG_THRESHOLD": "WARNING",
         "ADK_SYSTEM_PORT": str(port),
+        LANES_ENV: "1" if settings.local_lanes else "0",
     }
 
 
@@ -129,6 +132,9 @@ class ActorSystemHandle:
         self._local = threading.local()
         self._endpoints: weakref.WeakSet[_Endpoint] = weakref.WeakSet()
         self._names_lock = threading.Lock()
+        self._lanes_on = settings.local_lanes and os.environ.get(LANES_ENV, "1") != "0"
+        self._no_lane: set[tuple[str, int]] = set()
+        self._lane_conns: weakref.WeakSet[LaneConn] = weakref.WeakSet()
 
     # ---- paths ----------------------------------------------------------------------------------------------------
     @property
@@ -251,12 +257,16 @@ class ActorSystemHandle:
         ``endpoint`` (an :class:`Endpoint`'s context) sends from that endpoint instead of a fresh one.
         """
         call_id = uuid.uuid4().hex
+        message: Any = Call(call_id=call_id, request=request, deadline=deadline)
+        if wrap is not None:
+            message = wrap(message)
+        if endpoint is None and self._lanes_on:
+            lane = self._lane(address)
+            if lane is not None:
+                return self._lane_ask(lane, message, call_id, request, deadline)
         context, fresh = (endpoint, False) if endpoint is not None else self._context()
         failed = True
         try:
-            message: Any = Call(call_id=call_id, request=request, deadline=deadline)
-            if wrap is not None:
-                message = wrap(message)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AskTimeout("deadline passed before the ask", details={"request": type(request).__name__})
@@ -289,6 +299,55 @@ class ActorSystemHandle:
                 context.exit_clone()
             elif failed and endpoint is None:
                 self._discard_context()  # after a timeout or a transport error, start the next ask clean
+
+    def _lane(self, address: Any) -> LaneConn | None:
+        """This thread's lane to ``address``, connected on first use; ``None`` when the target has none."""
+        key = address_key(address)
+        if key is None or key in self._no_lane:
+            return None
+        lanes: dict[tuple[str, int], LaneConn] | None = getattr(self._local, "lanes", None)
+        if lanes is None:
+            lanes = self._local.lanes = {}
+        conn = lanes.get(key)
+        if conn is not None and not conn.closed:
+            return conn
+        try:
+            conn = LaneConn(self.port, key)
+        except OSError:
+            with self._names_lock:
+                self._no_lane.add(key)
+            return None
+        lanes[key] = conn
+        with self._names_lock:
+            self._lane_conns.add(conn)
+        return conn
+
+    def _lane_ask(self, lane: LaneConn, message: Any, call_id: str, request: Any, deadline: float) -> Any:
+        """One ask over a lane: the reply comes back on the same connection; its end is the target's exit."""
+        if deadline - time.monotonic() <= 0:
+            raise AskTimeout("deadline passed before the ask", details={"request": type(request).__name__})
+        ok = False
+        try:
+            lane.send(message)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                reply = lane.recv(remaining)
+                if isinstance(reply, Reply | Failure) and reply.call_id == call_id:
+                    ok = True
+                    if isinstance(reply, Failure):
+                        raise reply.error
+                    return reply.value
+        except TimeoutError:
+            raise AskTimeout("no reply before the deadline",
+                             details={"request": type(request).__name__, "call_id": call_id}) from None
+        except OSError:  # reset, broken pipe, end of stream: the target's process is gone
+            raise ActorCrashed("the target process exited during the call", reason="noproc",
+                               details={"request": type(request).__name__}) from None
+        finally:
+            if not ok:
+                lane.close()  # a late reply must never reach a later ask on this connection
 
     def resolve(self, name: str, deadline: float | None = None) -> Any:
         """The current address registered as ``name`` (cached; re-resolved when its process is gone).
@@ -391,8 +450,12 @@ class ActorSystemHandle:
         with self._names_lock:
             endpoints = list(self._endpoints)
             self._endpoints.clear()
+            lanes = list(self._lane_conns)
+            self._lane_conns.clear()
         for endpoint in endpoints:
             endpoint.close()
+        for lane in lanes:
+            lane.close()
 
     def detach(self) -> None:
         """Forget this handle without stopping the system (attached mode)."""

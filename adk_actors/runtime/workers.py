@@ -150,7 +150,8 @@ class Worker(GenServer):
         finally:
             if message.rlimit_as:
                 resource.setrlimit(resource.RLIMIT_AS, previous)
-        self.send(self._parent, _JobDone(job_id=message.job_id, worker_id=self._child_id, value=value, error=error))
+        self._port.send(self._parent, _JobDone(job_id=message.job_id, worker_id=self._child_id, value=value,
+                                               error=error))
 
 
 async def _await(awaitable: Any) -> Any:
@@ -161,7 +162,10 @@ async def _await(awaitable: Any) -> Any:
 class _W:
     worker_id: str
     address: Any
+    """The address ``createActor`` returned (what Thespian's ``ChildActorExited`` names)."""
     pid: int = 0
+    ready_address: Any = None
+    """The address the worker reported itself with when ready (its own TCP address: jobs go there, on its lane)."""
     state: str = "starting"  # starting | idle | busy | killed
     job_id: str | None = None
 
@@ -224,8 +228,9 @@ class WorkerPool(GenServer):
             worker = idle.pop(0)
             worker.state, worker.job_id, job.worker_id = "busy", job.job_id, worker.worker_id
             self.running[job.job_id] = job
-            self.send(worker.address, _Exec(job_id=job.job_id, fn=job.request.fn, args=job.request.args,
-                                            kwargs=job.request.kwargs, rlimit_as=self._rlimit(job.request)))
+            self._port.send(worker.ready_address or worker.address,
+                            _Exec(job_id=job.job_id, fn=job.request.fn, args=job.request.args,
+                                  kwargs=job.request.kwargs, rlimit_as=self._rlimit(job.request)))
 
     @staticmethod
     def _deadline(job: _Job) -> float:
@@ -259,7 +264,7 @@ class WorkerPool(GenServer):
         elif isinstance(message, ChildReady):
             worker = self.workers.get(message.child_id)
             if worker is not None and worker.state == "starting":
-                worker.state, worker.pid = "idle", message.pid
+                worker.state, worker.pid, worker.ready_address = "idle", message.pid, message.address
                 self._dispatch_jobs()
         elif isinstance(message, CancelJob):
             self._cancel(message.call_id)

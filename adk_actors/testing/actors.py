@@ -2,7 +2,8 @@
 
 Accepts (calls): :class:`Echo`, :class:`Crash`, :class:`Block`, :class:`Log`, :class:`Incr`, :class:`GetPid`,
 :class:`RaiseError`, :class:`StopMe`, :class:`ReplyLater`, :class:`Relay`, :class:`Fetch`, :class:`CancelIo`,
-:class:`Job`, :class:`SendUnpicklable`, plus ``Ping`` / ``GetStatus``. The same class runs at tier 1 and at tier 2.
+:class:`Job`, :class:`SendUnpicklable`, :class:`Burst`, :class:`GetNotes`, plus ``Ping`` / ``GetStatus``; casts:
+:class:`Note`. The same class runs at tier 1 and at tier 2.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any
 from adk_actors.errors import AdkError
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
-__all__ = ["Block", "CancelIo", "Crash", "Echo", "Fetch", "GetPid", "Incr", "Job", "Log", "Probe", "ProbeArgs",
-           "RaiseError", "Relay", "ReplyLater", "SendUnpicklable", "StopMe"]
+__all__ = ["Block", "Burst", "CancelIo", "Crash", "Echo", "Fetch", "GetNotes", "GetPid", "Incr", "Job", "Log", "Note",
+           "Probe", "ProbeArgs", "RaiseError", "Relay", "ReplyLater", "SendUnpicklable", "StopMe"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +106,24 @@ class CancelIo:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Burst:
+    """Send ``count`` numbered ``Note``s to ``target`` from one handler (a per-pair ordering probe)."""
+
+    target: Any
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class GetNotes:
+    """The ``Note`` numbers received so far, in arrival order."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Job:
     """Run ``fn(*args)`` in the worker pool (or inline) and answer with its result."""
 
@@ -142,6 +161,7 @@ class Probe(GenServer):
         self.args = ProbeArgs()
         self.count = 0
         self.io_ids: set[int] = set()
+        self.notes: list[int] = []
 
     def _journal(self, line: str) -> None:
         if self.args.journal:
@@ -199,6 +219,12 @@ class Probe(GenServer):
             for io_id in list(self.io_ids):
                 self.cancel_io(io_id)
             return len(self.io_ids)
+        if isinstance(request, Burst):
+            for seq in range(request.count):
+                self.send_to(request.target, Note(seq))
+            return request.count
+        if isinstance(request, GetNotes):
+            return list(self.notes)
         if isinstance(request, Job):
             self.run_job(request.fn, request.args, time.monotonic() + request.timeout,
                          lambda value, error: self.fail(ctx, error) if error else self.reply(ctx, value),
@@ -218,6 +244,12 @@ class Probe(GenServer):
             self.reply(message[0], message[1])
             return
         super().handle_timer(message)
+
+    def handle_info(self, message: Any, sender: Any) -> None:
+        if isinstance(message, Note):
+            self.notes.append(message.seq)
+            return
+        super().handle_info(message, sender)
 
     def terminate(self, reason: str) -> None:
         self._journal(f"terminate {self._child_id} {reason}")
