@@ -249,3 +249,28 @@ def test_the_worker_pool_and_its_workers_serve_over_lanes(system: ActorSystemHan
     assert system.run_job("os.getpid", timeout=10) != os.getpid()
     status = wait_status(system, "workers", lambda s: s["lane"]["frames_in"] > before)
     assert status["lane"]["frames_in"] > before
+
+
+def test_fast_liveness_sees_an_exit_a_zombie_and_never_a_reused_pid() -> None:
+    from adk_actors.runtime.procs import pid_alive, pid_alive_fast
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.read(r, 1)
+        os._exit(0)
+    try:
+        assert pid_alive_fast(pid) and pid_alive(pid)
+        os.write(w, b"x")
+        with open(f"/proc/{pid}/stat", "rb"):  # still in the process table until reaped
+            pass
+        deadline = time.monotonic() + 10
+        while pid_alive(pid):  # the /proc view: running, then a zombie (dead)
+            assert time.monotonic() < deadline
+        assert not pid_alive_fast(pid)  # unreaped zombie counts as dead
+    finally:
+        os.close(r)
+        os.close(w)
+        os.waitpid(pid, 0)
+    assert not pid_alive_fast(pid)
+    assert pid_alive_fast(os.getpid())

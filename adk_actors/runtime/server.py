@@ -71,7 +71,7 @@ from adk_actors.runtime.messages import (
 from adk_actors.runtime.messages import (
     ToInner as ToInnerMessage,
 )
-from adk_actors.runtime.procs import pid_alive
+from adk_actors.runtime.procs import pid_alive_fast
 from adk_actors.runtime.refs import LocalRef, host_name
 
 __all__ = ["DEFERRED", "CallCtx", "GenServer", "InnerInit", "IoDone", "OnReply", "TimerFire", "ToInnerMessage",
@@ -239,7 +239,7 @@ class Tier1Port:
             self.actor.log.warning("lane not opened; messages go through Thespian", error=type(exc).__name__)
 
     def _alive(self, entry: Resolved) -> bool:
-        return entry.hostname != self.hostname or pid_alive(entry.pid)
+        return entry.hostname != self.hostname or pid_alive_fast(entry.pid)
 
     def start_timer(self, delay: float, timer_id: int, message: Any) -> None:
         self.actor.wakeupAfter(min(max(0.0, delay), MAX_TIMER_S), payload=TimerFire(timer_id, message))

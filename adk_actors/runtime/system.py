@@ -46,7 +46,7 @@ from adk_actors.runtime.lane import ENV as LANES_ENV
 from adk_actors.runtime.lane import LaneConn, address_key
 from adk_actors.runtime.logdefs import NULL_LOG_DEFS, sink_path, thesplog_path
 from adk_actors.runtime.messages import Call, Failure, GetStatus, Lookup, Reply, Resolved, Route, Shutdown, ToInner
-from adk_actors.runtime.procs import group_pids, pid_alive
+from adk_actors.runtime.procs import group_pids, pid_alive, pid_alive_fast
 from adk_actors.runtime.refs import LocalRef, host_name, place
 from adk_actors.runtime.root import ROOT_NAME, Root, SystemInfo
 from adk_actors.runtime.server import JOB_REPLY_GRACE_S
@@ -533,7 +533,7 @@ _MONITOR_SLICE = 0.05
 
 
 def _alive(entry: Resolved) -> bool:
-    return entry.hostname != _HOSTNAME or pid_alive(entry.pid)
+    return entry.hostname != _HOSTNAME or pid_alive_fast(entry.pid)
 
 
 def _client_system(settings: Settings, port: int) -> ActorSystem:
