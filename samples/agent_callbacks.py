@@ -1,8 +1,11 @@
-"""The reference's "Callbacks and telemetry" audit callback in Python (telemetry is not implemented yet).
+"""The reference's "Callbacks and telemetry" section in Python: the audit callback, then a telemetry subscriber.
 
 Callbacks run in worker processes, so this one reports to a journal file named in ``callback_config`` (the
 reference registers an observer process out of band the same way). A class or object defined in a script travels
 by value; callbacks in your own modules can be named as ``"package.module"`` or ``"package.module:Class"``.
+
+Telemetry events travel from the agent to the node's telemetry hub and on to every subscriber, here one in this
+process (the reference's ``telemetry:attach`` handler for ``[erlang_adk, agent, prompt, stop]``).
 
 Run: ``.venv/bin/python samples/agent_callbacks.py``
 """
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import adk_actors as adk
+from adk_actors import telemetry
 from adk_actors.emulator import Emulator
 from adk_actors.testing import reserved_port
 
@@ -61,6 +65,16 @@ def _main(data: Path) -> int:
         for hook, value in (json.loads(line) for line in journal.read_text().splitlines()):
             print(f"{value} tools" if hook == "before_model" else f"{hook}: {value}")
         adk.stop_agent(agent)
+
+        telemetry_agent = adk.spawn_agent("TelemetryAgent", {"provider": "gemini", "base_url": emu.base_url,
+                                                             "api_key": "test-key"})
+        with telemetry.attach("agent.prompt.") as sub:
+            adk.prompt(telemetry_agent, "Say hello.")
+            events = list(sub.until("agent.prompt.stop", timeout=10))
+        print("events:", " ".join(e.name for e in events))
+        stop = events[-1]
+        print(f"agent={stop.metadata['agent']} duration_ms={stop.measurements['duration_ms']}")
+        adk.stop_agent(telemetry_agent)
     return 0
 
 

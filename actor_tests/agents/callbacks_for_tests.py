@@ -84,3 +84,19 @@ class ErrorWatch:
         line = json.dumps({"hook": "on_error", "error": error, "config_keys": sorted(config)})
         with Path(config["callback_config"]["fifo"]).open("w") as fh:  # the test is blocked reading it
             fh.write(line + "\n")
+
+
+class HaltTool:
+    """Answers every tool call itself: the tool never runs."""
+
+    @staticmethod
+    def before_tool(name: str, args: dict[str, Any], context: dict[str, Any]) -> tuple[str, Any]:
+        return ("halt", {"city": args["city"], "forecast": "from the callback"})
+
+
+class ReplaceHistory:
+    """Sends the model a history of its own instead of the conversation."""
+
+    @staticmethod
+    def before_model(config: dict[str, Any], history: list[Any], tools: list[Any]) -> tuple[str, Any]:
+        return ("replace", [{"role": "user", "content": "replaced question"}])

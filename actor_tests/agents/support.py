@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from adk_actors.tools import FunctionTool, ToolContext
 
@@ -60,3 +64,43 @@ def team_provider(scope: dict) -> str:
 
 def failing_provider(scope: dict) -> str:
     raise KeyError("private detail")
+
+
+def tool_pid(city: str) -> dict:
+    """Report the process the tool runs in."""
+    return {"pid": os.getpid()}
+
+
+class PlainProvider:
+    """A custom model provider (the reference's ``generate/3`` + ``stream/4`` only): it answers JSON saying whether
+    the request asked for structured output. ``structured=True`` makes it declare the capability."""
+
+    def __init__(self, structured: bool = False) -> None:
+        self.structured = structured
+
+    def capabilities(self) -> dict[str, Any]:
+        return {"structured_output": True} if self.structured else {}
+
+    def generate(self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *,
+                 cancel: Any = None) -> str:
+        asked = "response_json_schema" in (config.get("generation_config") or {})
+        return json.dumps({"answer": "structured" if asked else "plain"})
+
+    def stream(self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any],
+               on_delta: Callable[[str], None], *, cancel: Any = None) -> str:
+        text = self.generate(config, history, tools)
+        on_delta(text)
+        return text
+
+
+def read_json_line(fd: int, timeout: float = 30.0) -> dict[str, Any]:
+    """One JSON line from a non-blocking FIFO reader (a callback in a worker writes it); fails after ``timeout``."""
+    import select
+
+    data = b""
+    while not data.endswith(b"\n"):
+        ready, _, _ = select.select([fd], [], [], timeout)
+        assert ready, "nothing was written to the FIFO"
+        data += os.read(fd, 65536)
+    line: dict[str, Any] = json.loads(data)
+    return line

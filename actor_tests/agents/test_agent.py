@@ -4,20 +4,33 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from adk_actors import telemetry
 from adk_actors.agents import agent_history, delegate, describe_agent, invoke, prompt, spawn_agent, stop_agent
+from adk_actors.agents.api import local_id
 from adk_actors.agents.spec import MAX_TOOL_ROUNDS
 from adk_actors.emulator import Emulator
-from adk_actors.errors import ActorCrashed, AgentError, BudgetExceeded, ProviderError, SchemaError, ToolError
+from adk_actors.errors import (
+    ActorCrashed,
+    AgentError,
+    BudgetExceeded,
+    ProviderError,
+    ProviderHttpError,
+    SchemaError,
+    ToolError,
+)
+from adk_actors.runtime.messages import GetStatus
+from adk_actors.runtime.refs import host_name, place
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.tools import FunctionTool
 
 from .conftest import Spawner, config_for, unique
-from .support import explode, get_weather, record
+from .support import PlainProvider, explode, get_weather, read_json_line, record, tool_pid
 
 WEATHER = {"provider": "gemini", "instructions": "You are a concise weather assistant."}
 
@@ -141,6 +154,60 @@ def test_a_provider_failure_fails_the_prompt_with_its_reason(
         prompt(agent2, "hi", system=system)
     assert info.value.reason == "unavailable"
     assert agent_history(agent2, system=system) == []  # a failed turn leaves no half turn behind
+
+
+def test_a_provider_error_body_never_reaches_the_caller_the_error_hook_or_telemetry(
+        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, tmp_path: Path) -> None:
+    marker = "BODY-MARKER-4f1c"
+    emu.set_script({"rules": [{"when": {}, "respond": {"fault": {"status": 400,
+                                                                  "message": f"Invalid request: {marker}"}}}]})
+    fifo = tmp_path / "errors.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        agent = spawn(unique("Bodied"), config_for(
+            emu, callbacks=["actor_tests.agents.callbacks_for_tests:ErrorWatch"], callback_config={"fifo": str(fifo)}))
+        with telemetry.attach("agent.", system=system) as sub:
+            with pytest.raises(ProviderHttpError) as info:
+                prompt(agent, "hi", system=system, timeout=30)
+            events = list(sub.until("agent.prompt.exception", timeout=10))
+        hook = read_json_line(reader)
+    finally:
+        os.close(reader)
+    err = info.value
+    assert err.reason == "invalid_argument" and err.status == 400
+    assert err.details == {"status": 400, "google_status": "INVALID_ARGUMENT"}  # structural tags only
+    visible = [str(err), repr(err), json.dumps(err.details), json.dumps(err.to_dict()), json.dumps(hook),
+               json.dumps([{"n": e.name, "m": e.metadata, "x": e.measurements} for e in events])]
+    assert not any(marker in text or "Invalid request" in text for text in visible)
+    assert hook["error"]["reason"] == "invalid_argument"
+    assert [e.metadata.get("outcome") for e in events if e.name == "agent.model.stop"] == ["invalid_argument"]
+
+
+def test_structured_output_is_requested_only_from_a_capable_provider(
+        system: ActorSystemHandle, spawn: Spawner) -> None:
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    plain = spawn(unique("Plain"), {"provider": PlainProvider(), "output_schema": schema})
+    capable = spawn(unique("Capable"), {"provider": PlainProvider(structured=True), "output_schema": schema})
+    # The provider answers whether the request carried a response schema; both answers are validated.
+    assert json.loads(invoke(plain, "q", system=system, timeout=30)) == {"answer": "plain"}
+    assert json.loads(invoke(capable, "q", system=system, timeout=30)) == {"answer": "structured"}
+
+
+def test_a_tool_runs_in_a_worker_process_and_an_inline_tool_in_the_agents_host(
+        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    emu.set_script({"rules": [{"when": {"has_function_response": False},
+                               "respond": {"function_calls": [{"name": "where", "args": {"city": "x"}}]}},
+                              {"when": {}, "respond": {"text": "{response.pid}"}}]})
+    pooled = spawn(unique("Pooled"), config_for(emu), [FunctionTool(tool_pid, name="where")])
+    inline = spawn(unique("Inline"), config_for(emu), [FunctionTool(tool_pid, name="where", inline=True)])
+    hosts = system.settings.hosts
+    host_pid = {a.name: system.ask(host_name(place(local_id(a.name), hosts)), GetStatus())["pid"]
+                for a in (pooled, inline)}
+    worker_pids = {w["pid"] for w in system.ask("workers", GetStatus())["workers"]}
+    pooled_pid = int(prompt(pooled, "where?", system=system, timeout=30))
+    assert pooled_pid in worker_pids and pooled_pid != host_pid[pooled.name]
+    assert int(prompt(inline, "where?", system=system, timeout=30)) == host_pid[inline.name]
 
 
 def test_input_and_output_schemas_are_enforced(system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from adk_actors.agents import prompt
+from adk_actors.agents import agent_history, prompt
 from adk_actors.emulator import Emulator
 from adk_actors.errors import ProviderError
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.tools import FunctionTool
 
 from .conftest import Spawner, config_for, unique
-from .support import get_weather
+from .support import explode, get_weather
 
 MOD = "actor_tests.agents.callbacks_for_tests"
 
@@ -82,3 +82,23 @@ def test_an_error_hook_hears_a_failed_turn_as_structural_tags_only(
     assert line["error"] == {"reason": info.value.reason, "type": "ProviderHttpError", "agent": agent.name,
                              "invocation_id": line["error"]["invocation_id"], "kind": "prompt"}
     assert "test-key" not in data.decode() and "secret body" not in data.decode()
+
+
+def test_a_before_tool_halt_answers_the_call_without_running_the_tool(
+        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    agent = spawn(unique("ToolHalted"), config_for(emu, callbacks=[f"{MOD}:HaltTool"]),
+                  [FunctionTool(explode, name="get_weather")])  # the tool itself would fail with tool_exception
+    answer = prompt(agent, "What is the weather in Tokyo?", system=system, timeout=30)
+    assert answer == "The weather in Tokyo is city: Tokyo, forecast: from the callback."
+    response = emu.requests[-1]["body"]["contents"][-1]["parts"][0]["functionResponse"]
+    assert response["name"] == "get_weather" and response["response"] == {"city": "Tokyo",
+                                                                           "forecast": "from the callback"}
+
+
+def test_a_before_model_replace_sends_the_replaced_history_to_the_provider(
+        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    agent = spawn(unique("Replaced"), config_for(emu, callbacks=[f"{MOD}:ReplaceHistory"]))
+    assert prompt(agent, "original question", system=system, timeout=30) == "You said: replaced question"
+    assert emu.requests[-1]["body"]["contents"] == [{"role": "user", "parts": [{"text": "replaced question"}]}]
+    # Only the model request is replaced: the conversation keeps what the user said.
+    assert agent_history(agent, system=system)[0]["content"] == "original question"

@@ -20,8 +20,10 @@ EXPECTED = {
                            "Processes spawn light, / supervisors mend the night."],
     "agent_sub_agents.py": ["Coordinator: Notes on 'Research supervision trees.': supervisors restart failed children.",
                             "response=Notes on 'Explain rest_for_one.': supervisors restart failed children."],
-    "agent_callbacks.py": ["0 tools", "after_model: You said: Say hello."],
+    "agent_callbacks.py": ["0 tools", "after_model: You said: Say hello.",
+                           "events: agent.prompt.start agent.prompt.stop", "agent=TelemetryAgent duration_ms="],
     "agent_contracts.py": ["Supervisors restart children by strategy.",
+                           'user:last_answer = {"answer": "Supervisors restart children by strategy."}',
                            "rejected before the provider: invalid_input"],
 }
 

@@ -7,12 +7,12 @@ import pickle
 import pytest
 
 from adk_actors.agents import AgentRef, AgentTool, build_spec, check_agent_name, check_tree
-from adk_actors.agents.spec import MAX_TREE_AGENTS, MAX_TREE_DEPTH, compile_spec_catalog
+from adk_actors.agents.spec import MAX_TREE_AGENTS, MAX_TREE_DEPTH, check_ancestry, compile_spec_catalog
 from adk_actors.errors import AgentError, ConfigError, SchemaError, ToolError
 from adk_actors.runtime.refs import LocalRef
 from adk_actors.tools import FunctionTool
 
-from .support import explode, get_weather
+from .support import PlainProvider, explode, get_weather
 
 BASE = {"provider": "gemini", "api_key": "test-key-SECRET", "base_url": "http://127.0.0.1:9"}
 
@@ -124,6 +124,15 @@ def test_output_schema_requests_structured_output() -> None:
     assert generation["response_json_schema"]["required"] == ["answer"]
 
 
+def test_structured_output_is_requested_only_from_a_capable_provider() -> None:
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    spec = build_spec("A", {"provider": PlainProvider(), "output_schema": schema})
+    assert "generation_config" not in spec.model_config  # PlainProvider declares no structured_output
+    assert spec.output_schema["required"] == ["answer"]  # the answer is still validated after the call
+    spec = build_spec("A", {"provider": PlainProvider(structured=True), "output_schema": schema})
+    assert spec.model_config["generation_config"]["response_json_schema"]["required"] == ["answer"]
+
+
 def _tree(edges: dict[str, list[str]]):
     return lambda name: edges.get(name, [])
 
@@ -160,6 +169,18 @@ def test_check_tree_rejects_depth_above_64() -> None:
     with pytest.raises(AgentError) as info:
         check_tree("R", ["n1"], _tree(chain))
     assert info.value.reason == "tree_too_deep"
+
+
+def test_invocation_time_depth_agrees_with_the_spawn_time_tree_check() -> None:
+    # The chain R -> n1 -> ... -> n64 passes check_tree; n64 runs with the ancestry R, n1..n63 (depth 64).
+    chain = ["R", *(f"n{i}" for i in range(1, MAX_TREE_DEPTH + 1))]
+    check_ancestry(chain[-1], tuple(chain[:-1]))
+    with pytest.raises(AgentError) as info:
+        check_ancestry("too_deep", tuple(chain))  # depth 65, the depth check_tree refuses too
+    assert info.value.reason == "tree_too_deep" and info.value.details == {"max": MAX_TREE_DEPTH}
+    with pytest.raises(AgentError) as info:
+        check_ancestry("n3", ("R", "n1", "n2", "n3", "n4"))
+    assert info.value.reason == "agent_cycle"
 
 
 def test_agent_tool_schema_matches_the_reference_shape() -> None:

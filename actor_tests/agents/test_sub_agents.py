@@ -10,6 +10,8 @@ import pytest
 
 from adk_actors.agents import AgentTool, agent_history, describe_agent, prompt, spawn_agent, stop_agent
 from adk_actors.agents.api import local_id
+from adk_actors.agents.messages import Invoke
+from adk_actors.agents.spec import MAX_TREE_DEPTH
 from adk_actors.emulator import Emulator
 from adk_actors.errors import AgentError
 from adk_actors.runtime.messages import GetStatus
@@ -91,6 +93,18 @@ def test_delegation_cycles_are_rejected_at_invocation_time(
     spawn(a, config_for(emu), [AgentTool(b)])
     answer = prompt(a, "loop", system=system, timeout=30)
     assert "agent_cycle" in answer  # B's call back into A was refused; both agents answered
+
+
+def test_invocation_time_depth_64_runs_and_depth_65_is_refused_before_the_provider(
+        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    # What a delegating agent sends: the ancestry of an agent at depth 64 names 64 agents, root first.
+    agent = spawn(unique("Deep"), config_for(emu))
+    ancestry = tuple(f"Level{i}" for i in range(MAX_TREE_DEPTH))
+    assert system.ask(agent.ref, Invoke(input="deep", ancestry=ancestry), 30) == "You said: deep"
+    before = len(emu.requests)
+    with pytest.raises(AgentError) as info:
+        system.ask(agent.ref, Invoke(input="deeper", ancestry=(*ancestry, "Level64")), 30)
+    assert info.value.reason == "tree_too_deep" and len(emu.requests) == before
 
 
 def test_spawn_rejects_an_unresponsive_tree_and_duplicate_ownership(

@@ -6,6 +6,8 @@ Accepts (calls):
   of an agent form one FIFO lane); answered with the output (``str``, or a content dict for non-text answers).
 * :class:`~adk_actors.agents.messages.Invoke` — a turn with fresh history in the FIFO lane of its
   ``(app_name, user_id, session_id)`` scope; different lanes overlap up to ``max_concurrent_invocations``.
+  Answered with the output, or (``commit``: a delegation below a Runner) a
+  :class:`~adk_actors.agents.messages.Delegated` whose state delta the caller stores in its session.
 * :class:`~adk_actors.agents.messages.Describe`, :class:`~adk_actors.agents.messages.GetHistory`, ``Ping``,
   ``GetStatus``.
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid
 from collections import deque
@@ -37,10 +40,10 @@ from typing import Any
 from adk_actors.admission.messages import Release
 from adk_actors.agents.instructions import render_template
 from adk_actors.agents.lanes import Lanes
-from adk_actors.agents.messages import Describe, GetHistory, Invoke, Prompt
+from adk_actors.agents.messages import Delegated, Describe, GetHistory, Invoke, Prompt
 from adk_actors.agents.runner_exec import RunnerMixin, RunnerState
 from adk_actors.agents.runner_turn import CancelTurn, RunnerTurn, TurnAccepted
-from adk_actors.agents.spec import LEGACY_APP, MAX_TREE_DEPTH, AgentSpec, compile_spec_catalog
+from adk_actors.agents.spec import LEGACY_APP, AgentSpec, check_ancestry, compile_spec_catalog
 from adk_actors.agents.toolexec import CONFIRMATION_REASON, STATE_DELTA_KEY
 from adk_actors.content.canonical import canonical_dumps
 from adk_actors.content.json_values import copy_json
@@ -53,6 +56,8 @@ from adk_actors.errors import (
     BudgetExceeded,
     ConfigError,
     ContentError,
+    ProviderError,
+    ProviderHttpError,
     RunError,
     SchemaError,
     SessionNotFound,
@@ -110,6 +115,12 @@ class _Turn:
     telemetry: list[TelemetryEvent] = field(default_factory=list)
     runner: RunnerState | None = None
     """Set for a Runner invocation: its session, permit, events and budgets (see ``runner_exec.py``)."""
+    commit: bool = False
+    """An invocation below a Runner: the answer is a :class:`Delegated` carrying the ``output_key`` deltas that the
+    caller commits through its session."""
+    delta: dict[str, Any] = field(default_factory=dict)
+    """State written below a ``commit`` turn (its sub-agents' ``output_key`` values, its tools' state writes),
+    passed up to the caller with the turn's own ``output_key`` value."""
     after_config: Callable[[], None] | None = None
     """What runs once the turn's config is resolved (default: the first model call)."""
 
@@ -157,6 +168,36 @@ class _SendTelemetry:
 
 def _ms(value: int | None) -> float:
     return float("inf") if value is None else value / 1000.0
+
+
+_HORIZON_S = 30 * 86400.0
+"""How far an ``infinity`` setting reaches: timers and job deadlines need a finite instant."""
+_AFTERWORK_S = 60.0
+"""The bound of the work a finished turn leaves behind (its ``on_error`` hook, the conversation save) when
+``agent_call_timeout`` is ``infinity``: that work has no caller waiting on it, so nothing else would end it."""
+_PROVIDER_TAGS = frozenset({"status", "google_status", "error_reason", "retry_delay_s", "midstream", "cause",
+                            "block_reason", "request_timeout_ms", "frames", "frame", "limit", "bytes", "line_bytes",
+                            "type"})
+_TAG_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+def _is_tag(value: Any) -> bool:
+    if isinstance(value, bool | int | float):
+        return True
+    return isinstance(value, str) and _TAG_RE.fullmatch(value) is not None
+
+
+def _structural_failure(error: AdkError) -> AdkError:
+    """A provider failure as callers, hooks, logs and the model may see it: the same class and reason with bounded
+    structural tags only (HTTP status, the provider's status code and error reason, retry delay), never the
+    provider's error text or body. Other errors are returned as they are."""
+    if not isinstance(error, ProviderError):
+        return error
+    details = {k: v for k, v in error.details.items() if k in _PROVIDER_TAGS and _is_tag(v)}
+    status = details.get("status")
+    message = (f"the model provider answered HTTP {status}" if isinstance(error, ProviderHttpError)
+               and isinstance(status, int) else "the model provider call failed")
+    return type(error)(message, reason=error.reason[:64], details=details)
 
 
 class AgentActor(RunnerMixin, GenServer):
@@ -214,17 +255,13 @@ class AgentActor(RunnerMixin, GenServer):
                                 scope={}))
             return DEFERRED
         if isinstance(request, Invoke):
-            if spec.name in request.ancestry:
-                raise AgentError("the agent is already running in this invocation", reason="agent_cycle",
-                                 details={"agent": spec.name})
-            if len(request.ancestry) >= MAX_TREE_DEPTH:
-                raise AgentError("delegation is too deep", reason="tree_too_deep", details={"max": MAX_TREE_DEPTH})
+            check_ancestry(spec.name, request.ancestry)
             scope = {"app_name": request.app_name, "user_id": request.user_id, "session_id": request.session_id}
             lane = (canonical_dumps([request.app_name, request.user_id, request.session_id])
                     if request.session_id else f"invoke:{uuid.uuid4().hex}")
             self._enqueue(_Turn(ctx=ctx, lane=lane, compat=False, input=request.input,
                                 ancestry=tuple(request.ancestry), scope=scope, state=dict(request.state),
-                                root_global=request.root_global_instruction))
+                                root_global=request.root_global_instruction, commit=request.commit))
             return DEFERRED
         if isinstance(request, RunnerTurn):
             if request.sink is not None:  # the run watches this process: if it dies, the run fails at once
@@ -286,7 +323,7 @@ class AgentActor(RunnerMixin, GenServer):
         limit = spec.turn_timeout_ms
         if turn.runner is not None and turn.runner.request.options.run_timeout_ms is not None:
             limit = turn.runner.request.options.run_timeout_ms
-        turn.deadline = min(turn.ctx.deadline, now + _ms(limit))
+        turn.deadline = min(turn.ctx.deadline, now + _ms(limit), now + _HORIZON_S)
         turn.started = now
         self._emit(turn, "agent.prompt.start", {})
         if turn.runner is not None:
@@ -527,6 +564,8 @@ class AgentActor(RunnerMixin, GenServer):
         self._emit(turn, "agent.model.stop", {"duration_ms": round((time.monotonic() - turn.model_started) * 1000, 3)},
                    outcome="ok" if error is None else error.reason)
         if error is not None or response is None:
+            if error is not None:
+                error = _structural_failure(error)
             if isinstance(error, AskTimeout):
                 error = self._turn_timeout() if time.monotonic() >= turn.deadline else AskTimeout(
                     "the model call passed its deadline", reason="agent_call_timeout",
@@ -543,9 +582,19 @@ class AgentActor(RunnerMixin, GenServer):
             except AdkError as err:
                 self._finish(turn, None, err)
                 return
-            self._finish(turn, output, None)
+            self._finish(turn, self._delegated(turn, response, output) if turn.commit else output, None)
             return
         self._dispatch_calls(turn, response)
+
+    def _output_delta(self, response: ModelResponse, output: Any) -> dict[str, Any]:
+        """The state delta of ``output_key`` for a final answer (the parsed object under an ``output_schema``)."""
+        assert self.spec is not None
+        if not self.spec.output_key:
+            return {}
+        return {self.spec.output_key: json.loads(response.text) if self.spec.output_schema is not None else output}
+
+    def _delegated(self, turn: _Turn, response: ModelResponse, output: Any) -> Delegated:
+        return Delegated(output=output, state_delta={**turn.delta, **self._output_delta(response, output)})
 
     def _dispatch_calls(self, turn: _Turn, response: ModelResponse) -> None:
         """Check a model answer's function calls as a batch, group them and start the first group."""
@@ -687,8 +736,8 @@ class AgentActor(RunnerMixin, GenServer):
         if isinstance(value, dict) and STATE_DELTA_KEY in value:
             value = dict(value)
             delta = value.pop(STATE_DELTA_KEY)
-            if turn.runner is not None and isinstance(delta, dict):
-                turn.runner.state_delta.update(delta)
+            if isinstance(delta, dict) and (turn.runner is not None or turn.commit):
+                (turn.runner.state_delta if turn.runner is not None else turn.delta).update(delta)
                 turn.state.update(delta)
         if turn.runner is not None and isinstance(value, dict) and value.get("type") == "suspension":
             self._runner_suspend(turn, index, value)
@@ -707,7 +756,8 @@ class AgentActor(RunnerMixin, GenServer):
             self._failed(turn, index, SchemaError("the agent call needs a prompt string", reason="invalid_arguments"))
             return
         request = Invoke(input=prompt, ancestry=(*turn.ancestry, self.spec.name), state=turn.state,
-                         root_global_instruction=self._root_global(turn), **turn.scope)
+                         root_global_instruction=self._root_global(turn),
+                         commit=turn.runner is not None or turn.commit, **turn.scope)
         self.call(target, request, deadline, lambda value, error: self._on_agent(turn, index, value, error))
 
     def _on_agent(self, turn: _Turn, index: int, value: Any, error: AdkError | None) -> None:
@@ -719,6 +769,13 @@ class AgentActor(RunnerMixin, GenServer):
                 error = AgentError("the sub-agent call passed its deadline", reason="agent_call_timeout")
             self._failed(turn, index, error)
             return
+        if isinstance(value, Delegated):  # the child's output_key goes into this invocation's session
+            if turn.runner is not None:
+                turn.runner.state_delta.update(value.state_delta)
+            else:
+                turn.delta.update(value.state_delta)
+            turn.state.update(value.state_delta)
+            value = value.output
         try:
             part = tool_result_response(call["name"], call.get("id"), {"result": value}).to_dict()
         except ToolError as err:
@@ -766,8 +823,7 @@ class AgentActor(RunnerMixin, GenServer):
             if spec.session_id is not None:
                 # The answer goes out once the conversation is saved (saves stay in turn order).
                 self.io_call(_save, (spec.session_service, spec.name, spec.session_id, copy_json(self.history)[0]),
-                             time.monotonic() + _ms(spec.call_timeout_ms),
-                             lambda _v, err: self._saved(turn, value, err))
+                             self._afterwork_deadline(), lambda _v, err: self._saved(turn, value, err))
                 return
         self._answer(turn, value, error)
         self._release(turn)
@@ -781,7 +837,14 @@ class AgentActor(RunnerMixin, GenServer):
                 "invocation_id": turn.invocation_id,
                 "kind": "runner" if turn.runner is not None else "prompt" if turn.compat else "invoke"}
         self.run_job(_RUN_HOOK, (list(spec.callbacks), "on_error", [self._callback_view(), info]),
-                     time.monotonic() + _ms(spec.call_timeout_ms), lambda _v, _e: None)
+                     self._afterwork_deadline(), lambda _v, _e: None)
+
+    def _afterwork_deadline(self) -> float:
+        """The (finite) deadline of work a finished turn leaves behind: ``agent_call_timeout``, or
+        :data:`_AFTERWORK_S` when that is ``infinity``."""
+        assert self.spec is not None
+        timeout = self.spec.call_timeout_ms
+        return time.monotonic() + (_AFTERWORK_S if timeout is None else timeout / 1000.0)
 
     def _saved(self, turn: _Turn, value: Any, error: AdkError | None) -> None:
         if turn.answered:

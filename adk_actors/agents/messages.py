@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Describe", "GetHistory", "Invoke", "Prompt"]
+__all__ = ["Delegated", "Describe", "GetHistory", "Invoke", "Prompt"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,6 +36,20 @@ class Invoke:
     """Set by a delegating agent: the root's ``global_instruction`` (a template ``str`` or a provider
     ``CallableRef``), used instead of this agent's own (``""`` when the root has none); ``None`` makes this agent
     the root of the invocation."""
+    commit: bool = False
+    """Set by a delegating agent that runs under a Runner (or below one): this agent's ``output_key`` (and its
+    tools' and sub-agents' state writes) are committed by the caller, through the invocation's session, so the
+    answer is a :class:`Delegated` instead of the bare output."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delegated:
+    """The answer to an :class:`Invoke` with ``commit``: the output and the state the caller commits."""
+
+    output: Any
+    """The output (``str`` or a content dict), as an :class:`Invoke` without ``commit`` answers it."""
+    state_delta: dict[str, Any] = field(default_factory=dict)
+    """``output_key`` values and state written by tools, of this agent and of the agents it delegated to."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,7 +12,11 @@ has to import user code to advertise it.
 Agent names follow the portable grammar ``[A-Za-z_][A-Za-z0-9_]*`` (at most 64 characters); ``user`` is
 reserved. :func:`check_tree` validates a tree of sub-agents (self-reference, cycles, duplicate ownership, more than
 :data:`MAX_TREE_AGENTS` agents, depth above :data:`MAX_TREE_DEPTH`) without any actor: the facade gives it a
-function that reads each agent's declared sub-agents.
+function that reads each agent's declared sub-agents. :func:`check_ancestry` is the same depth and cycle rule at
+invocation time. Depth counts delegations: the root is at depth 0, its sub-agents at 1.
+
+An ``output_schema`` requests structured output only from a provider whose ``capabilities()`` say
+``structured_output``; with any other provider the output is still validated after the call.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from adk_actors.agents.callbacks import callback_entry, hooks_of
 from adk_actors.agents.instructions import check_template
 from adk_actors.content.json_values import copy_json
 from adk_actors.errors import AdkError, AgentError, ConfigError, SchemaError, ToolError, ValidationError
-from adk_actors.models import validate_config
+from adk_actors.models import capabilities, validate_config
 from adk_actors.runtime.callables import CallableRef, callable_ref
 from adk_actors.schema import compile_schema
 from adk_actors.secrets import Secret, prune_secrets
@@ -49,6 +53,7 @@ __all__ = [
     "ToolSpec",
     "build_spec",
     "check_agent_name",
+    "check_ancestry",
     "check_tree",
     "compile_spec_catalog",
 ]
@@ -311,6 +316,12 @@ def _conversation_store(service: Any) -> Any:
     return service
 
 
+def _structured_output(model_config: Mapping[str, Any]) -> bool:
+    """Whether the config's provider says it honours a response schema (the reference requests structured output
+    from a capable provider only)."""
+    return capabilities(model_config).get("structured_output") is True
+
+
 def build_spec(name: str, config: Mapping[str, Any], tools: Sequence[Any] = (), *,
                call_timeout_ms: Any = 60000, turn_timeout_ms: Any = 60000,
                max_concurrent_invocations: int = 32, session_service: Any = None) -> AgentSpec:
@@ -375,7 +386,7 @@ def build_spec(name: str, config: Mapping[str, Any], tools: Sequence[Any] = (), 
     model_config = {k: v for k, v in config.items() if k not in AGENT_KEYS}
     if isinstance(model_config.get("api_key"), str):
         model_config["api_key"] = Secret(model_config["api_key"])
-    if output_schema is not None:
+    if output_schema is not None and _structured_output(model_config):
         generation = dict(model_config.get("generation_config") or {})
         if "response_schema" not in generation and "response_json_schema" not in generation \
                 and "response_schema" not in model_config:
@@ -434,3 +445,18 @@ def check_tree(root: str, children: Sequence[str], children_of: Callable[[str], 
                 raise AgentError("the agent tree is too deep", reason="tree_too_deep", details={"max": max_depth})
             stack.append((child, (*path, child), children_of(child)))
     return count
+
+
+def check_ancestry(name: str, ancestry: Sequence[str], *, max_depth: int = MAX_TREE_DEPTH) -> None:
+    """The invocation-time check of a delegation: ``ancestry`` names the agents that delegated to ``name``, root
+    first, so ``name`` runs at depth ``len(ancestry)`` — the depth :func:`check_tree` measures at spawn.
+
+    Raises:
+        AgentError: ``agent_cycle`` (``name`` is already running in this invocation), ``tree_too_deep`` (depth
+            above ``max_depth``).
+    """
+    if name in ancestry:
+        raise AgentError("the agent is already running in this invocation", reason="agent_cycle",
+                         details={"agent": name})
+    if len(ancestry) > max_depth:
+        raise AgentError("delegation is too deep", reason="tree_too_deep", details={"max": max_depth})
