@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Generator
+import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ from adk_actors.testing import CrossProcessCounter
 
 __all__ = ["Journal", "Spawner", "config_for", "emu", "first_run_item", "function_responses", "journal_tool",
            "long_running_tool", "make_spawner", "model_contents", "production_gate", "publish_tool", "read_events",
-           "spawn", "svc", "unique"]
+           "spawn", "svc", "tool_hook_counter", "unique", "until"]
 
 
 @pytest.fixture
@@ -44,9 +45,18 @@ def read_events(service: Any, app: str, user: str, session_id: str) -> list[Even
 
 def first_run_item(run_id: str, system: ActorSystemHandle) -> runs.RunItem:
     """The first item a run publishes (the subscription is closed right after)."""
-    items = cast(Generator[runs.RunItem, None, None], runs.subscribe(run_id, system=system))
+    items = runs.subscribe(run_id, system=system)
     with contextlib.closing(items):
         return next(items)
+
+
+def until(check: Callable[[], Any], seconds: float, what: str) -> Any:
+    """Call ``check`` again and again until it is truthy and return its value; checks ask the node, so each try is
+    a real round trip (no sleep stands in for a condition)."""
+    deadline = time.monotonic() + seconds
+    while not (value := check()):
+        assert time.monotonic() < deadline, f"{what} within {seconds} s"
+    return value
 
 
 def model_contents(request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -123,6 +133,17 @@ def long_running_tool(counter: CrossProcessCounter, operation_id: str = "export-
         return long_running(operation_id, "The external export is running.")
 
     return FunctionTool(start_export)
+
+
+def tool_hook_counter(counter: CrossProcessCounter) -> Any:
+    """An agent callback (for the ``callbacks`` config) whose ``before_tool`` hook counts its runs in ``counter``;
+    it lets every call go on. A plain object holding a closure, so it travels to workers by value."""
+    path = counter.path
+
+    def before_tool(tool_name: str, args: dict[str, Any], context: dict[str, Any]) -> None:
+        CrossProcessCounter(path).incr()
+
+    return types.SimpleNamespace(before_tool=before_tool)
 
 
 def production_gate() -> Callable[[dict[str, Any], Any], dict[str, Any]]:

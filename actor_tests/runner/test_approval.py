@@ -3,6 +3,7 @@ interplay, stable runs, fail-closed paths off the Runner, and pauses that surviv
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from actor_tests.runner.conftest import (
     production_gate,
     publish_tool,
     read_events,
+    tool_hook_counter,
     unique,
 )
 from adk_actors import Runner, prompt, runs
@@ -134,6 +136,61 @@ def test_a_rejection_runs_nothing_and_the_model_sees_tool_confirmation_rejected(
     assert response["name"] == "publish_release"
     assert response["response"]["error"]["reason"] == "tool_confirmation_rejected"
     assert output.startswith("Tool said:") and read_events(svc, APP, USER, sid)[-1].is_final
+
+
+def test_a_gated_call_with_invalid_arguments_fails_its_schema_and_never_becomes_a_pause(
+        emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    """The gate is evaluated after schema validation: a call the schema refuses is answered as failed at once."""
+    runner = runner_for([publish_tool(counter)])
+    emu.set_script({"rules": [
+        {"when": {"has_function_response": False},
+         "respond": {"function_calls": [{"name": "publish_release", "args": {"environment": 42}}]}},
+        AFTER_TOOL, ECHO]})
+    sid = unique("s")
+    output = runner.run(USER, sid, "Publish it.")
+
+    assert isinstance(output, str) and output.startswith("Tool said:"), output
+    [response] = function_responses(emu.requests[-1])
+    assert response["name"] == "publish_release" and response["response"]["error"]["type"] == "SchemaError"
+    events = read_events(svc, APP, USER, sid)
+    assert not any(e.actions.pause for e in events) and events[-1].is_final
+    assert counter.value == 0
+
+
+def test_tool_callbacks_never_run_while_paused_or_after_a_rejection_and_run_once_after_approval(
+        system: ActorSystemHandle, emu: Any, svc: ActorSessionService, counter: CrossProcessCounter,
+        tmp_path: Path, agent_factory: Callable[..., str]) -> None:
+    """The gate is evaluated before the tool callbacks: ``before_tool`` sees only an approved call."""
+    emu.set_script(SCRIPT)
+    hooks = CrossProcessCounter(tmp_path / "before_tool")
+    agent = agent_factory("Hooked", [publish_tool(counter)], callbacks=[tool_hook_counter(hooks)])
+    runner = Runner(agent, APP, svc, system=system)
+
+    rejected = unique("s")
+    pause = pause_of(runner.run(USER, rejected, "Publish to production."))
+    assert hooks.value == 0, "a before_tool callback ran for a call that is only waiting for approval"
+    assert runner.resume(USER, rejected, pause.continuation_id, {"confirmed": False}).startswith("Tool said:")
+    assert (hooks.value, counter.value) == (0, 0), "a rejected call reached its callbacks"
+
+    approved = unique("s")
+    pause = pause_of(runner.run(USER, approved, "Publish to staging."))
+    assert hooks.value == 0
+    assert runner.resume(USER, approved, pause.continuation_id, {"confirmed": True}) == "Tool said: staging"
+    assert (hooks.value, counter.value) == (1, 1)
+
+
+def test_stream_of_a_gated_call_yields_the_stored_events_and_ends_after_the_pause_event(
+        svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    runner = runner_for([publish_tool(counter)], streaming_mode="text")
+    sid = unique("s")
+    streamed = list(runner.stream(USER, sid, "Publish to production.", timeout=20))
+
+    stored = read_events(svc, APP, USER, sid)
+    assert [e.id for e in streamed] == [e.id for e in stored]
+    pause = streamed[-1].actions.pause
+    assert pause is not None and pause.reason == "tool_confirmation" and counter.value == 0
+    assert runner.resume(USER, sid, pause.continuation_id, {"confirmed": True}) == "Tool said: production"
+    assert counter.value == 1
 
 
 RESPONSES = st.recursive(
@@ -399,6 +456,60 @@ def test_progress_updates_are_partial_events_only_while_the_pause_is_open(
     assert info.value.reason == "no_paused_invocation"
     after = read_events(svc, APP, USER, sid)[len(stored):]
     assert [e.is_final for e in after] == [False, True], "the terminal response, then the final event"
+
+
+def test_update_long_running_refuses_an_operation_id_other_than_the_paused_one_and_stores_nothing(
+        svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    runner = runner_for([long_running_tool(counter)])
+    sid = unique("s")
+    paused = runner.run(USER, sid, "Start the export.")
+    pause, invocation = pause_of(paused), paused.event.invocation_id
+    stored = [e.id for e in read_events(svc, APP, USER, sid)]
+
+    running = {"status": "running", "progress": 10}
+    for argument, update, rule in [
+            ("export-43", {"operation_id": "export-42", **running}, "operation_id"),
+            ("export-43", {"operation_id": "export-43", **running}, "operation_id"),
+            ("", {"operation_id": "export-42", **running}, "operation_id"),
+            ("export-42", {"operation_id": "export-43", **running}, "operation_id"),
+            ("export-42", dict(running), "operation_id"),
+            ("export-42", ["export-42", "running"], "not_a_mapping"),
+            ("export-42", {"operation_id": "export-42", "status": "completed"}, "terminal_status"),
+            ("export-42", {"operation_id": "export-42", "status": "running", "progress": float("nan")}, "not_json")]:
+        with pytest.raises(ValidationError) as info:
+            runner.update_long_running(USER, sid, invocation, argument, update)  # type: ignore[arg-type]
+        assert (info.value.reason, info.value.details["rule"]) == ("invalid_resume_response", rule), (argument, update)
+
+    assert [e.id for e in read_events(svc, APP, USER, sid)] == stored
+    assert svc.get_session(ref_of(sid)).state[f"adk_pause:{pause.continuation_id}"] == "open"
+    progress = runner.update_long_running(USER, sid, invocation, "export-42", {"operation_id": "export-42", **running})
+    assert read_events(svc, APP, USER, sid)[-1].id == progress.id
+    assert runner.resume(USER, sid, invocation, COMPLETED).startswith("Tool said:")
+
+
+def _signature_bytes(signature: str) -> bytes:
+    """A thought signature's bytes, whichever base64 alphabet carried it."""
+    return base64.urlsafe_b64decode(signature.replace("+", "-").replace("/", "_") + "=" * (-len(signature) % 4))
+
+
+def test_a_long_running_resume_keeps_the_thought_signature_of_the_original_call(
+        emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    runner = runner_for([long_running_tool(counter)])
+    sid = unique("s")
+    invocation = runner.run(USER, sid, "Start the export.").event.invocation_id
+    before = read_events(svc, APP, USER, sid)
+    call = model_call(before, "start_export")
+    assert call.get("thought_signature"), "the emulator signs every function call (Gemini 3)"
+
+    runner.resume(USER, sid, invocation, COMPLETED)
+    [(event, part)] = [(e, p) for e in read_events(svc, APP, USER, sid)[len(before):] if e.content is not None
+                       for p in e.content.to_dict()["parts"] if p["type"] == "function_response"]
+    assert (event.invocation_id, part["id"]) == (invocation, call["id"])
+    assert event.provider_metadata == {"thought_signature": call["thought_signature"]}
+    sent = [p for c in model_contents(emu.requests[-1]) if c["role"] == "model" for p in c["parts"]
+            if p.get("functionCall", {}).get("id") == call["id"]]
+    assert [_signature_bytes(p.get("thoughtSignature", "")) for p in sent] == [
+        _signature_bytes(call["thought_signature"])], "the resumed model call lost the call's signature"
 
 
 LR_RESPONSES = st.one_of(

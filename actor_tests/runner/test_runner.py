@@ -25,12 +25,15 @@ from actor_tests.runner.conftest import (
     model_contents,
     publish_tool,
     read_events,
+    tool_hook_counter,
     unique,
+    until,
 )
-from adk_actors import ConfigError, FunctionTool, Runner, runs, telemetry
+from adk_actors import ConfigError, FunctionTool, Runner, invoke, runs, telemetry
+from adk_actors.admission.logic import AdmissionConfig, AdmissionState, Grant, Reject, Waiting
 from adk_actors.agents.context import ContextPolicy
 from adk_actors.emulator import Emulator
-from adk_actors.errors import AdkError, BudgetExceeded, PolicyDenied
+from adk_actors.errors import AdkError, AskTimeout, BudgetExceeded, PolicyDenied, RunError
 from adk_actors.events import Event
 from adk_actors.policy import RuntimePolicy
 from adk_actors.runtime.messages import GetStatus
@@ -127,6 +130,33 @@ def test_streamed_partials_are_stored_replayable_and_kept_out_of_the_next_model_
     request = emu.requests[-1]
     assert [c["role"] for c in model_contents(request)] == ["user", "model", "user"]
     assert texts_by_role(request, "model") == [answer], "the final answer once, no partial snapshot"
+
+
+@pytest.mark.parametrize(("script", "options", "reason", "error_type"), [
+    ({"rules": [{"when": {}, "respond": {"fault": {"status": 400}}}]}, {}, None, None),
+    ({"rules": [{"when": {}, "respond": {"text": "An answer far longer than eight bytes.", "chunks": 8}}]},
+     {"max_stream_output_bytes": 8}, "max_stream_output_bytes", "BudgetExceeded"),
+])
+def test_stream_of_a_failing_invocation_yields_its_events_then_raises_run_error_with_its_reason(
+        script: dict[str, Any], options: dict[str, Any], reason: str | None, error_type: str | None,
+        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
+        agent_factory: Callable[..., str]) -> None:
+    emu.set_script(script)
+    runner = Runner(agent_factory("StreamFails"), APP, svc, streaming_mode="text", system=system, **options)
+    sid = unique("s")
+    seen: list[Event] = []
+    with pytest.raises(RunError) as info:
+        for event in runner.stream(USER, sid, "Hello", timeout=20):
+            seen.append(event)
+
+    stored = read_events(svc, APP, USER, sid)
+    error = stored[-1].error
+    assert error is not None and not any(e.is_final for e in stored)
+    assert (info.value.reason, info.value.details["type"]) == (error.reason, error.type)
+    if reason is not None:
+        assert (error.reason, error.type) == (reason, error_type)
+    assert seen and seen[0].author == "user"
+    assert [e.id for e in seen] == [e.id for e in stored[:len(seen)]]
 
 
 # ---- temp: state ---------------------------------------------------------------------------------------------------
@@ -268,6 +298,27 @@ def test_a_model_that_always_calls_a_tool_hits_the_lower_of_the_call_and_round_b
     assert len(emu.requests) == model_calls
     assert len(journal.records()) == 2, "two complete tool rounds ran before the budget stopped the third"
     assert_failed_without_final(read_events(svc, APP, USER, sid), reason)
+
+
+def test_run_timeout_bounds_the_whole_invocation_across_its_tool_rounds(
+        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, journal: Journal,
+        agent_factory: Callable[..., str]) -> None:
+    """Every round (a model call and a 0.3 s tool) is far inside ``run_timeout``; the invocation as a whole is not."""
+    emu.set_script({"rules": [{"when": {}, "respond": {"function_calls": [
+        {"name": "lookup", "args": {"city": "Paris"}}]}}]})
+    agent = agent_factory("RunTimeout", [journal_tool(journal, "lookup", hold_s=0.3)])
+    runner = Runner(agent, APP, svc, run_timeout=2000, system=system)
+    sid = unique("s")
+    started = time.monotonic()
+    with pytest.raises(AskTimeout) as info:
+        runner.run(USER, sid, "Loop until the deadline")
+    elapsed = time.monotonic() - started
+
+    assert info.value.reason == "agent_turn_timeout"
+    assert 2.0 <= elapsed < 6.0, elapsed
+    assert len(journal.records()) >= 2, "several rounds completed before the deadline"
+    assert len(emu.requests) < runner.options.max_tool_rounds, "a budget, not the deadline, ended it"
+    assert_failed_without_final(read_events(svc, APP, USER, sid), "agent_turn_timeout")
 
 
 def test_a_stream_over_max_stream_output_bytes_fails_and_stores_no_final(
@@ -473,6 +524,46 @@ def test_an_output_over_the_content_budget_is_denied_and_never_stored(
     assert "OUTPUT-MARK" not in json.dumps([e.to_dict() for e in events]), "the rejected output was stored"
 
 
+def test_a_tool_denied_by_policy_never_reaches_a_before_tool_callback(
+        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, journal: Journal,
+        counter: CrossProcessCounter, agent_factory: Callable[..., str]) -> None:
+    emu.set_script({"rules": [LOOKUP, AFTER_TOOL, ECHO]})
+    agent = agent_factory("DeniedHooked", [journal_tool(journal, "lookup")], callbacks=[tool_hook_counter(counter)])
+    policy = {"id": "deny-lookup", "agents": {"allow": "all"}, "tools": {"allow": "all", "deny": ["lookup"]}}
+    output = Runner(agent, APP, svc, runtime_policy=policy, system=system).run(USER, unique("s"), "Please look it up.")
+
+    [response] = function_responses(emu.requests[-1])
+    assert response["response"]["error"]["reason"] == "denied" and output.startswith("Tool said:")
+    assert (counter.value, journal.records()) == (0, []), "the denied call reached its callbacks"
+    Runner(agent, APP, svc, system=system).run(USER, unique("s"), "Please look it up.")
+    assert (counter.value, len(journal.records())) == (1, 1), "without the policy the callback runs once"
+
+
+def test_a_tool_result_over_the_content_budget_is_audited_and_never_stored_or_sent(
+        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
+        agent_factory: Callable[..., str]) -> None:
+    def lookup(city: str) -> dict:
+        """Look something up for a city."""
+        return {"city": city, "report": "RESULT-MARK-93 " * 20}
+
+    emu.set_script({"rules": [LOOKUP, {"when": {"has_function_response": True}, "respond": {"text": "Noted."}}]})
+    agent = agent_factory("BigResult", [FunctionTool(lookup)])
+    policy = {"id": "small-results", "agents": {"allow": "all"}, "tools": {"allow": "all"}, "max_content_bytes": 128}
+    sid = unique("s")
+    runner = Runner(agent, APP, svc, runtime_policy=policy, system=system)
+    assert runner.run(USER, sid, "Please look it up.") == "Noted."
+
+    [response] = function_responses(emu.requests[-1])
+    assert response["name"] == "lookup" and response["response"]["error"]["reason"] == "content_budget_exceeded"
+    events = read_events(svc, APP, USER, sid)
+    [record] = audit_events(events)
+    assert set(record) >= AUDIT_KEYS and (record["operation"], record["subject"]) == ("tool_result", "lookup")
+    assert record["reason"] == "content_budget_exceeded" and record["policy_id"] == "small-results"
+    assert "RESULT-MARK" not in json.dumps([e.to_dict() for e in events]), "the rejected result was stored"
+    assert "RESULT-MARK" not in json.dumps([r["body"] for r in emu.requests]), "the rejected result reached the model"
+    assert len(one_final_per_invocation(events)) == 1 and events[-1].is_final
+
+
 # ---- admission -----------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -556,6 +647,49 @@ def test_a_completed_run_gives_its_permit_back_to_the_queue(narrow_node: ActorSy
     assert emu.requests[1]["timestamp"] >= holder_asked + 0.3, "the queued run waited for the permit"
 
 
+def test_a_queued_admission_request_leaves_the_queue_when_its_caller_stops_waiting() -> None:
+    state = AdmissionState(AdmissionConfig(default_agent_limit=1, overflow="queue"))
+    assert isinstance(state.acquire("held", "a", 1, 0.0), Grant)
+    assert isinstance(state.acquire("late", "a", 1, 0.0, queue_timeout_ms=20000, caller_deadline=0.3), Waiting)
+    assert isinstance(state.acquire("patient", "a", 1, 0.0, queue_timeout_ms=20000, caller_deadline=99.0), Waiting)
+    assert state.next_deadline() == 0.3
+    assert state.expire(0.3) == [Reject("late", "admission_timeout")]
+    assert state.snapshot()["queued"] == 1 and state.next_deadline() == 20.0, "the queue timeout came first"
+
+
+def test_a_run_that_times_out_gives_back_its_permit_or_its_queue_place(narrow_node: ActorSystemHandle,
+                                                                        narrow_agent: str) -> None:
+    """``run_timeout`` while holding the agent's one permit, then while queued for it: each time the run ends with
+    ``agent_turn_timeout``, nothing of it stays in the controller, and exactly one new run is admitted after."""
+    svc = ActorSessionService(system=narrow_node)
+    rejecting = Runner(narrow_agent, APP, svc, admission_control={"overflow": "reject"}, system=narrow_node)
+    admitted = Runner(narrow_agent, APP, svc, run_timeout=300, admission_control={"overflow": "reject"},
+                      system=narrow_node)
+    with pytest.raises(AskTimeout) as info:
+        admitted.run(USER, unique("s"), "slow work")
+    assert info.value.reason == "agent_turn_timeout"
+    until(lambda: admission(narrow_node)["in_use"] == 0, 5, "the timed-out run's permit released")
+
+    holder = hold_permit(rejecting, narrow_node)
+    queued = Runner(narrow_agent, APP, svc, run_timeout=300,
+                    admission_control={"overflow": "queue", "queue_timeout": 20000}, system=narrow_node)
+    with pytest.raises(AskTimeout) as info:
+        queued.run(USER, unique("s"), "hi")
+    assert info.value.reason == "agent_turn_timeout"
+    status = until(lambda: (s := admission(narrow_node))["queued"] == 0 and s, 5,
+                   "the timed-out request left the admission queue (its queue_timeout is 20 s)")
+    assert status["in_use"] == 1 and status["per_agent"] == {narrow_agent: 1}, "only the holder's permit"
+    assert isinstance(runs.cancel(holder, system=narrow_node), runs.Cancelled)
+    until(lambda: admission(narrow_node)["in_use"] == 0, 5, "the holder's permit released")
+
+    again = hold_permit(rejecting, narrow_node)
+    with pytest.raises(PolicyDenied) as denied:
+        rejecting.run(USER, unique("s"), "hi")
+    assert denied.value.reason == "busy", "more than the limit was admitted"
+    assert isinstance(runs.cancel(again, system=narrow_node), runs.Cancelled)
+    until(lambda: admission(narrow_node)["in_use"] == 0, 5, "every permit released")
+
+
 # ---- tool execution ------------------------------------------------------------------------------------------------
 
 TWO_LOOKUPS = {"when": {"user_text_contains": "both", "has_function_response": False},
@@ -578,6 +712,49 @@ def test_parallel_safe_calls_overlap_only_in_parallel_mode(mode: str, system: Ac
     assert (second["start"] < first["end"]) == (mode == "parallel")
     responses = function_responses(emu.requests[-1])
     assert [r["name"] for r in responses] == ["lookup_a", "lookup_b"], "answered in call order"
+
+
+@pytest.fixture(scope="module")
+def wide_node(make_system: Callable[..., ActorSystemHandle]) -> Iterator[ActorSystemHandle]:
+    """A node with more worker processes than the ``max_concurrency`` under test, so the pool does not bound it."""
+    node = make_system(hosts=1, workers=4)
+    yield node
+    node.stop()
+
+
+def max_overlap(records: list[dict[str, Any]]) -> int:
+    """The most journaled calls that were running at one moment."""
+    edges = sorted([(r["start"], 1) for r in records] + [(r["end"], -1) for r in records])  # an end sorts first
+    running = peak = 0
+    for _, step in edges:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+def test_max_concurrency_bounds_how_many_parallel_safe_calls_run_at_once(
+        wide_node: ActorSystemHandle, emu: Emulator, journal: Journal) -> None:
+    cities = [f"city-{i}" for i in range(6)]
+    emu.set_script({"rules": [
+        {"when": {"has_function_response": False},
+         "respond": {"function_calls": [{"name": "lookup", "args": {"city": c}} for c in cities]}},
+        {"when": {}, "respond": {"text": "Looked up all six."}}]})
+    spawner, cleanup = make_spawner(wide_node)
+    try:
+        agent = unique("Bounded")
+        spawner(agent, config_for(emu), [journal_tool(journal, "lookup", hold_s=0.4, parallel_safe=True)])
+        until(lambda: [w["state"] for w in wide_node.ask("workers", GetStatus())["workers"]] == ["idle"] * 4, 30,
+              "four idle workers")
+        runner = Runner(agent, APP, ActorSessionService(system=wide_node),
+                        tool_execution={"mode": "parallel", "max_concurrency": 2}, system=wide_node)
+        assert runner.run(USER, unique("s"), "Look up every city") == "Looked up all six."
+    finally:
+        cleanup()
+
+    records = journal.records()
+    assert sorted(r["city"] for r in records) == cities
+    assert max_overlap(records) == 2, "max_concurrency=2 with four idle workers"
+    assert [r["response"]["city"] for r in function_responses(emu.requests[-1])] == cities, "answered in call order"
 
 
 def test_a_tool_over_its_tool_timeout_is_answered_as_failed_with_tool_timeout(
@@ -634,6 +811,42 @@ def test_runs_on_different_sessions_overlap(system: ActorSystemHandle, emu: Emul
     assert runner.run(USER, unique("s"), "quick") == "You said: quick"
     assert runs.status(slow, system=system)["state"] == "running"
     assert isinstance(runs.cancel(slow, system=system), runs.Cancelled)
+
+
+def test_a_runner_turn_and_an_invoke_on_the_same_session_share_one_fifo_lane(
+        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
+        agent_factory: Callable[..., str]) -> None:
+    emu.set_script({"rules": [{"when": {"user_text_contains": "runner"},
+                               "respond": {"text": "runner done", "delay_ms": 400}}, ECHO]})
+    agent = agent_factory("SharedLane")
+    sid = unique("s")
+    run_id = runs.start(Runner(agent, APP, svc, system=system), USER, sid, "runner first", system=system)
+    assert first_run_item(run_id, system).item.author == "user", "the Runner turn holds the session's lane"
+
+    scope = {"app_name": APP, "user_id": USER, "session_id": sid}
+    assert invoke(agent, "then invoke", scope=scope, timeout=30, system=system) == "You said: then invoke"
+    assert runs.wait(run_id, 30, system=system) == runs.Completed("runner done")
+    by_text = {texts_by_role(r, "user")[-1]: r["timestamp"] for r in emu.requests}
+    assert by_text["then invoke"] >= by_text["runner first"] + 0.4, "the invoke overlapped the Runner turn"
+
+
+def test_closing_a_subscription_removes_its_subscriber_while_the_run_goes_on(
+        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
+        agent_factory: Callable[..., str]) -> None:
+    emu.set_script({"rules": [{"when": {}, "respond": {"text": "late", "delay_ms": 30000}}]})
+    runner = Runner(agent_factory("Unsubscribe"), APP, svc, system=system)
+    run_id = runs.start(runner, USER, unique("s"), "slow work", system=system)
+    leaving, staying = runs.subscribe(run_id, system=system), runs.subscribe(run_id, system=system)
+    assert next(leaving).item.author == "user" and next(staying).item.author == "user"
+    assert runs.status(run_id, system=system)["subscribers"] == 2
+
+    leaving.close()
+    until(lambda: runs.status(run_id, system=system)["subscribers"] == 1, 5, "the closed subscription removed")
+    assert runs.status(run_id, system=system)["state"] == "running"
+    assert runs.cancel(run_id, system=system) == runs.Cancelled("cancelled")
+    rest = list(staying)
+    assert [(i.terminal, i.item) for i in rest] == [(True, runs.Cancelled("cancelled"))]
+    assert runs.status(run_id, system=system)["subscribers"] == 0
 
 
 # ---- secrets -------------------------------------------------------------------------------------------------------
@@ -721,6 +934,19 @@ def test_each_runner_option_is_either_valid_or_a_config_error_naming_the_key(key
 @given(options=st.fixed_dictionaries({}, optional=OPTION_VALUES))
 def test_runner_options_together_are_either_valid_or_a_config_error_naming_the_key(options: dict[str, Any]) -> None:
     check_options(options)
+
+
+def test_runner_budgets_default_to_the_reference_values() -> None:
+    options = Runner("AnyAgent", APP, ActorSessionService()).options
+    assert (options.max_llm_calls, options.max_tool_rounds) == (32, 16)
+    assert options.max_stream_output_bytes == 16 * 1024 * 1024
+    assert (options.run_timeout_ms, options.streaming_mode, options.tool_mode) == (None, "none", "parallel")
+    ceiling = 64 * 1024 * 1024
+    assert Runner("AnyAgent", APP, ActorSessionService(),
+                  max_stream_output_bytes=ceiling).options.max_stream_output_bytes == ceiling
+    with pytest.raises(ConfigError) as info:
+        Runner("AnyAgent", APP, ActorSessionService(), max_stream_output_bytes=ceiling + 1)
+    assert (info.value.reason, info.value.details["key"]) == ("invalid_value", "max_stream_output_bytes")
 
 
 def test_a_runner_pickles_as_a_value_with_its_app_name_and_options() -> None:

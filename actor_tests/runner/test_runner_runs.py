@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import select
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -28,6 +30,7 @@ import pytest
 
 import adk_actors
 from actor_tests.agents.conftest import config_for, unique
+from actor_tests.runner.conftest import until
 from actor_tests.runner.runs_proxy import CutRelay
 from adk_actors import FunctionTool, Runner, runs, spawn_agent, stop_agent
 from adk_actors.agents.api import local_id
@@ -88,16 +91,8 @@ def _admission(node: ActorSystemHandle) -> dict[str, Any]:
     return dict(node.ask("admission", GetStatus()))
 
 
-def _until(check: Callable[[], Any], seconds: float, what: str) -> Any:
-    """Ask ``check`` again and again (each ask is a real round trip to the node) until it is truthy."""
-    deadline = time.monotonic() + seconds
-    while not (value := check()):
-        assert time.monotonic() < deadline, f"{what} within {seconds} s"
-    return value
-
-
 def _permits_back(node: ActorSystemHandle, seconds: float = 5.0) -> dict[str, Any]:
-    return _until(lambda: (s := _admission(node))["in_use"] == 0 and s["queued"] == 0 and s,
+    return until(lambda: (s := _admission(node))["in_use"] == 0 and s["queued"] == 0 and s,
                   seconds, "every admission permit released")
 
 
@@ -169,8 +164,8 @@ def test_a_thousand_concurrent_runner_runs_complete_with_their_own_output_and_le
                 bad_sessions.append(shape)
         assert bad_sessions == [], f"{len(bad_sessions)} sessions do not hold exactly their invocation"
 
-        _until(lambda: _run_actors(big) == 0, 10, "every run actor retired after its 200 ms retention")
-        index = _until(lambda: (s := dict(big.ask("runs", GetStatus())))["runs"] == 0 and s, 10,
+        until(lambda: _run_actors(big) == 0, 10, "every run actor retired after its 200 ms retention")
+        index = until(lambda: (s := dict(big.ask("runs", GetStatus())))["runs"] == 0 and s, 10,
                        "the run index forgot every run after its retention")
         assert index["running"] == 0 and index["host_lost"] == 0
         admission = _permits_back(big, 5)
@@ -235,6 +230,51 @@ def test_cancel_during_a_slow_model_call_cuts_the_request_and_releases_the_permi
         assert runs.wait(run_id, 5, system=node) == outcome
 
 
+def test_cancel_during_a_hanging_worker_tool_kills_its_worker_and_the_run_ends_cancelled(
+        node: ActorSystemHandle, emu: Emulator, agent_on: Callable[..., str]) -> None:
+    """The tool tells the test its process id over a socket (a cross-process signal), then hangs; cancelling the
+    run kills that worker process promptly, the pool replaces it and the permit comes back."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(30)
+        port = listener.getsockname()[1]
+
+        def lookup(city: str) -> dict:
+            """Look a city up (hangs)."""
+            with socket.create_connection(("127.0.0.1", port)) as conn:
+                conn.sendall(str(os.getpid()).encode())
+            time.sleep(120)
+            return {"city": city}
+
+        emu.set_script({"rules": [
+            {"when": {"has_function_response": False},
+             "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Oslo"}}]}},
+            {"when": {}, "respond": {"text": "never"}}]})
+        name = agent_on("HangingTool", [FunctionTool(lookup)])
+        runner = Runner(name, APP, ActorSessionService(system=node), system=node,
+                        admission_control={"overflow": "queue", "queue_timeout": 5000})
+        killed_before = node.ask("workers", GetStatus())["killed"]
+        run_id = runs.start(runner, "hang-user", "hang-session", "Look up Oslo.", system=node)
+        conn, _ = listener.accept()
+        with conn:
+            pid = int(conn.recv(64))
+
+    assert pid in [w["pid"] for w in node.ask("workers", GetStatus())["workers"]], "the tool runs in a pool worker"
+    exited = os.pidfd_open(pid)
+    try:
+        t0 = time.monotonic()
+        outcome = runs.cancel(run_id, system=node)
+        assert outcome == Cancelled("cancelled") and time.monotonic() - t0 < 2.0, outcome
+        ready, _, _ = select.select([exited], [], [], 5.0)
+        assert ready, "the worker running the cancelled tool is still alive"
+    finally:
+        os.close(exited)
+    pool = until(lambda: (s := node.ask("workers", GetStatus()))["running"] == 0 and len(s["workers"]) == 2
+                 and all(w["pid"] != pid for w in s["workers"]) and s, 10, "the killed worker replaced")
+    assert pool["killed"] == killed_before + 1
+    _permits_back(node, 2.0)
+    assert runs.wait(run_id, 5, system=node) == outcome
+
+
 # ---- 4. host loss -------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("victim", ["run_host", "agent_host"])
@@ -266,7 +306,7 @@ def test_a_sigkilled_host_fails_each_affected_runner_run_once_and_frees_its_perm
             sub.close()
         run_ids += [runs.start(queued, "loss-user", f"loss-{i}", f"slow {i}", run_id=_run_id_on(run_host, hosts),
                                system=sick) for i in range(limit, limit + 2)]
-        _until(lambda: (s := _admission(sick))["in_use"] == limit and s["queued"] == 2, 10,
+        until(lambda: (s := _admission(sick))["in_use"] == limit and s["queued"] == 2, 10,
                "four runs admitted and two queued")
 
         waiters = [pool.submit(runs.wait, run_id, 8, system=sick) for run_id in run_ids]

@@ -51,7 +51,8 @@ class AdmissionControl(GenServer):
                 raise PolicyDenied("overflow must be 'reject' or 'queue'", reason="invalid_admission_options")
             timeout = request.queue_timeout_ms if request.queue_timeout_ms >= 0 else None
             decision = self.state.acquire(ctx.call_id, request.agent, request.owner_pid, now,
-                                          overflow=overflow, queue_timeout_ms=timeout)  # type: ignore[arg-type]
+                                          overflow=overflow, queue_timeout_ms=timeout,  # type: ignore[arg-type]
+                                          caller_deadline=ctx.deadline)
             if isinstance(decision, Grant):
                 self._watch(request.owner_pid)
                 return decision.permit

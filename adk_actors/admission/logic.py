@@ -111,8 +111,12 @@ class AdmissionState:
         return Grant(request_id, permit)
 
     def acquire(self, request_id: str, agent: str, owner: int, now: float, *, overflow: Overflow | None = None,
-                queue_timeout_ms: int | None = None) -> Grant | Reject | Waiting:
-        """Grant at once, queue (FIFO, bounded, with an absolute deadline) or reject with ``busy``."""
+                queue_timeout_ms: int | None = None, caller_deadline: float | None = None) -> Grant | Reject | Waiting:
+        """Grant at once, queue (FIFO, bounded, with an absolute deadline) or reject with ``busy``.
+
+        A queued request leaves the queue at its queue deadline or at ``caller_deadline`` (when the caller stops
+        waiting, e.g. its run timed out), whichever comes first: a request nobody waits for holds no queue slot.
+        """
         if self._has_room(agent) and not any(r.agent == agent for r in self.queue):
             return self._grant(request_id, agent, owner)
         mode = overflow or self.config.overflow
@@ -120,7 +124,10 @@ class AdmissionState:
             self.rejected_total += 1
             return Reject(request_id, "busy")
         timeout = self.config.default_queue_timeout if queue_timeout_ms is None else queue_timeout_ms
-        self.queue.append(_Request(request_id, agent, owner, now + timeout / 1000.0))
+        deadline = now + timeout / 1000.0
+        if caller_deadline is not None:
+            deadline = min(deadline, caller_deadline)
+        self.queue.append(_Request(request_id, agent, owner, deadline))
         return Waiting(request_id, len(self.queue))
 
     def release(self, permit_id: str) -> list[Grant]:

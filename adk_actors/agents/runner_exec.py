@@ -50,7 +50,15 @@ from adk_actors.agents.runner_turn import (
     select_pause,
 )
 from adk_actors.content.parts import FunctionResponsePart
-from adk_actors.errors import AdkError, BudgetExceeded, ConcurrencyConflict, PolicyDenied, RunError, ToolError
+from adk_actors.errors import (
+    AdkError,
+    AskTimeout,
+    BudgetExceeded,
+    ConcurrencyConflict,
+    PolicyDenied,
+    RunError,
+    ToolError,
+)
 from adk_actors.events import Event, EventActions
 from adk_actors.models import ModelResponse, stream_content
 from adk_actors.models import stream as stream_text
@@ -179,6 +187,7 @@ class RunnerMixin:
         def _finish(self, turn: _Turn, value: Any, error: AdkError | None) -> None: ...
         def _complete(self, turn: _Turn, value: Any, error: AdkError | None) -> None: ...
         def _bounded(self, turn: _Turn) -> float | None: ...
+        def _turn_timeout(self) -> AskTimeout: ...
         def _call_model(self, turn: _Turn) -> None: ...
         def _dispatch_calls(self, turn: _Turn, response: ModelResponse) -> None: ...
         def _output(self, response: ModelResponse) -> Any: ...
@@ -213,6 +222,11 @@ class RunnerMixin:
 
         def granted(permit: Any, error: AdkError | None) -> None:
             if error is not None:
+                # The admission queue holds a request no longer than its caller waits: past the invocation's
+                # deadline, the run timed out (whichever of the two answers arrived first).
+                if (isinstance(error, AskTimeout) or error.reason == "admission_timeout") \
+                        and time.monotonic() >= turn.deadline:
+                    error = self._turn_timeout()
                 self._finish(turn, None, error)
                 return
             runner.permit = permit
@@ -340,10 +354,14 @@ class RunnerMixin:
         expected = {pause_key(found.continuation_id): OPEN}
         delta = claim_delta(found.continuation_id)
         if pause.reason == "long_running":
+            # The terminal response is recorded against the original call: its invocation, its call id and
+            # (a function-response part has no field for it) its thought signature in the provider metadata.
             part = FunctionResponsePart(name=call["name"], id=call.get("id"), response=response).to_dict()
+            signature = call.get("thought_signature")
             claim = Event.new(invocation_id=turn.invocation_id, author=self.spec.name,
                               content={"schema_version": 1, "parts": [part]},
-                              actions=EventActions(state_delta=delta))
+                              actions=EventActions(state_delta=delta),
+                              provider_metadata={"thought_signature": signature} if signature else None)
             turn.responses[gated] = part
             runner.persisted.add(gated)
         else:
@@ -431,8 +449,11 @@ class RunnerMixin:
             self._finish(turn, None, BudgetExceeded("the invocation used up max_llm_calls", reason="max_llm_calls",
                                                     details={"max": options.max_llm_calls}))
             return False
+        events = runner.events
+        if self.spec.history_policy == "exclude":  # earlier turns are removed; this invocation's input stays
+            events = [e for e in events if e.invocation_id == turn.invocation_id]
         try:
-            history, stats = history_from_events(runner.events, current_invocation_id=turn.invocation_id,
+            history, stats = history_from_events(events, current_invocation_id=turn.invocation_id,
                                                  policy=options.context_policy)
             envelope = check_request_envelope(turn.config, history, list(self._declarations()),
                                               options.context_policy)

@@ -23,6 +23,7 @@ from adk_actors.agents.runner_turn import (
     runner_options,
     select_pause,
 )
+from adk_actors.content.json_values import copy_json
 from adk_actors.errors import AdkError, ConcurrencyConflict, RunError, ValidationError
 from adk_actors.events import Event
 from adk_actors.runs import api as runs_api
@@ -141,9 +142,14 @@ class Runner:
         """Record a non-terminal progress update of a paused long-running call (a partial function-response
         event), atomically ordered against the terminal resume.
 
+        ``operation_id`` and ``update["operation_id"]`` must both name the paused operation; nothing is stored
+        when either does not.
+
         Raises:
             RunError: ``no_paused_invocation`` (none open, or resumed meanwhile).
-            ValidationError: ``invalid_resume_response`` (wrong operation id, a terminal status, not JSON).
+            ValidationError: ``invalid_resume_response`` with ``details["rule"]``: ``operation_id`` (the argument
+                or the update names another operation), ``not_a_mapping``, ``terminal_status`` (a terminal status
+                belongs to :meth:`resume`), ``not_json``.
         """
         ref = SessionRef(app_name=self.app_name, user_id=user_id, session_id=session_id)
         session = self.session_service.get_session(ref)
@@ -152,12 +158,9 @@ class Runner:
                               and p.event.actions.pause.reason == "long_running"], invocation_id)
         pause = found.event.actions.pause
         assert pause is not None
-        if not isinstance(update, Mapping) or update.get("operation_id") != pause.details.get("operation_id") \
-                or update.get("status") in TERMINAL_STATUSES:
-            raise ValidationError("a progress update names the paused operation and is not terminal",
-                                  reason="invalid_resume_response", details={"rule": "progress_update"})
+        response = _progress_update(pause.details.get("operation_id"), operation_id, update)
         part = {"type": "function_response", "name": pause.details["function_name"],
-                "id": pause.details.get("call_id") or None, "response": dict(update)}
+                "id": pause.details.get("call_id") or None, "response": response}
         event = Event.new(invocation_id=found.invocation_id, author=found.event.author,
                           content={"schema_version": 1, "parts": [part]}, partial=True)
         try:
@@ -280,6 +283,31 @@ class RunnerBody:
         response = check_resume_response(pause, response)  # an invalid response claims nothing
         return RunnerBody(runner=self.runner, user_id=self.user_id, session_id=self.session_id,
                           resume=ResumeSpec(key=pause.continuation_id, response=response), hosts=self.hosts)
+
+
+def _progress_update(paused_operation: Any, operation_id: Any, update: Any) -> dict[str, Any]:
+    """The JSON copy of a valid progress update of ``paused_operation``.
+
+    Raises:
+        ValidationError: ``invalid_resume_response`` (``details["rule"]``).
+    """
+    def bad(rule: str) -> ValidationError:
+        return ValidationError("a progress update names the paused operation and is not terminal",
+                               reason="invalid_resume_response", details={"rule": rule, "pause": "long_running"})
+
+    if not isinstance(operation_id, str) or operation_id != paused_operation:
+        raise bad("operation_id")
+    if not isinstance(update, Mapping):
+        raise bad("not_a_mapping")
+    if update.get("operation_id") != operation_id:
+        raise bad("operation_id")
+    if update.get("status") in TERMINAL_STATUSES:
+        raise bad("terminal_status")
+    try:
+        copied: dict[str, Any] = copy_json(dict(update))[0]
+    except AdkError:
+        raise bad("not_json") from None
+    return copied
 
 
 def _structural(details: Mapping[str, Any]) -> dict[str, Any]:

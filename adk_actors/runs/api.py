@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,8 +178,10 @@ def cancel(run_id: str, reason: str = "cancelled", *, system: ActorSystemHandle 
 
 
 def subscribe(run_id: str, *, after_seq: int = 0, credit: bool = False, idle_timeout: float | None = None,
-              system: ActorSystemHandle | None = None) -> Iterator[RunItem]:
+              system: ActorSystemHandle | None = None) -> Generator[RunItem, None, None]:
     """Iterate over the run's messages after ``after_seq``: replay, then live events, then the terminal outcome.
+
+    Closing the iterator (``close()``) unsubscribes, and so does reaching the terminal outcome; the run goes on.
 
     ``credit=True`` keeps at most one unacknowledged message in flight (each is acknowledged when the iterator
     moves past it); resume after a disconnect with ``after_seq`` = the last ``seq`` consumed. A dropped prefix
