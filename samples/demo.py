@@ -1,6 +1,9 @@
-"""``make demo``: start an actor system, run a tier-2 actor and a worker job, print the status tree, stop.
+"""The runtime tour: start an actor system, run a tier-2 actor and a worker job, print the status tree, stop.
 
-Later issues replace this with the weather-agent quickstart against the Gemini emulator.
+No model is involved: this is the layer under the agents (``docs/ARCHITECTURE.md``). ``make demo`` runs
+``samples/quickstart.py`` instead (a weather agent against the Gemini emulator). Offline, like every sample.
+
+Run: ``.venv/bin/python samples/demo.py``
 """
 
 from __future__ import annotations

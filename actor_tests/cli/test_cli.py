@@ -49,6 +49,21 @@ def test_status_prints_the_tree_as_json(system: ActorSystemHandle) -> None:
     assert tree["id"] == "root" and {c["id"] for c in tree["children"]} >= {"registry", "router", "hosts"}
 
 
+def test_status_is_the_raw_tree_and_shell_tree_the_condensed_view_of_it(system: ActorSystemHandle) -> None:
+    """docs/CLI.md: `adk status` prints the raw statuses; `adk shell --json tree` a condensed view of the same."""
+    env = {**os.environ, "THESPIAN_BASE_IPADDR": "127.0.0.1"}
+    raw = json.loads(subprocess.run([ADK, "status", "--port", str(system.port)], capture_output=True, text=True,
+                                    timeout=60, check=True, env=env).stdout)
+    view = json.loads(subprocess.run([ADK, "shell", "--json", "--port", str(system.port), "tree"],
+                                     capture_output=True, text=True, timeout=60, check=True, env=env).stdout)["tree"]
+    assert [c["id"] for c in raw["children"]] == [c["id"] for c in view["children"]]
+    for raw_child, child in zip(raw["children"], view["children"], strict=True):
+        assert (raw_child["pid"], raw_child["state"]) == (child["pid"], child["state"])
+        assert raw_child["actor"].rpartition(".")[2] == child["actor"] and "status" in raw_child
+        assert "status" not in child and "register_as" not in child
+    assert view["actor"] == raw["type"] and view["pid"] == raw["pid"]
+
+
 def test_status_without_a_system_exits_1_with_a_json_error() -> None:
     out = subprocess.run([ADK, "status", "--port", "29998"], capture_output=True, text=True, timeout=60,
                          check=False)

@@ -16,6 +16,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +28,9 @@ from hypothesis import strategies as st
 
 from adk_actors.cli.agent_file import find_secret
 from adk_actors.cli.console import parse_line
+from adk_actors.cli.launch import LOCAL_KEY
 from adk_actors.emulator import Emulator
+from adk_actors.emulator.server import add_served_hook, remove_served_hook
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.testing import reserved_port
 
@@ -192,14 +195,50 @@ def test_the_checked_in_agent_file_validates(workdir: Path) -> None:
     assert text.returncode == 0 and text.stdout.startswith("ok: ")
 
 
+def test_the_checked_in_agent_file_has_the_reference_fields() -> None:
+    """config/agent.json is the reference's examples/agent.json: the Gemini spellings and the runner options."""
+    config = json.loads(AGENT_FILE.read_text())
+    assert config["runner_options"] == {"max_llm_calls": 8, "max_tool_rounds": 4}
+    assert config["generation_config"]["safety_settings"] == [
+        {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "threshold": "BLOCK_MEDIUM_AND_ABOVE"}]
+
+
+def test_the_cli_doc_shows_the_checked_in_agent_file() -> None:
+    text = (ROOT / "docs" / "CLI.md").read_text()
+    block = text.split("The checked-in\n`config/agent.json`", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
+    assert json.loads(block) == json.loads(AGENT_FILE.read_text())
+
+
+def test_config_validate_accepts_runner_options_and_both_safety_spellings(workdir: Path) -> None:
+    short = {"thinking_config": {"thinking_level": "low"},
+             "safety_settings": [{"category": "dangerous_content", "threshold": "block_medium_and_above"}]}
+    options = {"max_llm_calls": 3, "max_tool_rounds": 2, "run_timeout": 60000,
+               "tool_execution": {"mode": "serial", "tool_timeout": 5000}}
+    for config in (_agent(generation_config=short), _agent(runner_options=options)):
+        out = adk(workdir, "config", "validate", str(_write(workdir / "agent.json", config)), "--json")
+        assert out.returncode == 0, out.stdout
+        assert json.loads(out.stdout)["ok"] is True
+
+
 @pytest.mark.parametrize(("config", "reason", "key"), [
     (_agent(temperature_x=1), "unknown_key", "temperature_x"),
+    (_agent(runner_options={"max_llm_calls": 0}), "invalid_value", "runner_options.max_llm_calls"),
+    (_agent(runner_options={"max_llm_calls": 8, "max_tool_round": 4}), "unknown_key",
+     "runner_options.max_tool_round"),
+    (_agent(runner_options={"tool_execution": {"mode": "fast"}}), "invalid_value",
+     "runner_options.tool_execution.mode"),
+    (_agent(runner_options={"streaming_mode": "content"}), "invalid_value", "runner_options.streaming_mode"),
+    (_agent(runner_options=[8, 4]), "invalid_value", "runner_options"),
+    (_agent(tools=["no_such_module_for_adk:tool"]), "invalid_tool", "tools[0]"),
+    (_agent(tools="json:dumps"), "invalid_value", "tools"),
     (_agent(generation_config={"temperature": 9}), "invalid_value", "generation_config.temperature"),
     (_agent(api_key=CANARY), "secret_in_config", "api_key"),
     (_agent(callback_config={"service": {"token": CANARY}}), "secret_in_config", "callback_config.service.token"),
     (_agent(instructions=f"Use {'AIza' + 'x' * 35} when asked."), "secret_in_config", "instructions"),
     ({k: v for k, v in _agent().items() if k != "name"}, "missing_key", "name"),
-], ids=["unknown-key", "bad-value", "api-key", "nested-token", "key-shaped-value", "no-name"])
+], ids=["unknown-key", "runner-bad-value", "runner-unknown-key", "runner-nested", "runner-streaming-mode",
+         "runner-not-an-object", "tool-not-importable", "tools-not-a-list", "bad-value", "api-key", "nested-token",
+         "key-shaped-value", "no-name"])
 def test_config_validate_rejects_with_the_reason_and_never_the_value(workdir: Path, config: dict[str, Any],
                                                                      reason: str, key: str) -> None:
     path = _write(workdir / "agent.json", config)
@@ -323,6 +362,95 @@ def test_run_rejects_an_invalid_file_before_starting_anything(workdir: Path, no_
     assert not (workdir / "data" / "logs").exists()
 
 
+ALWAYS_A_TOOL = {"rules": [{"when": {}, "respond": {"function_calls": [{"name": "lookup", "args": {}}]}}]}
+"""A model that calls a tool on every round (the agent has none, so each round answers with a tool error)."""
+
+
+def test_run_honours_the_files_runner_options(workdir: Path, no_leftovers: None) -> None:
+    script = _write(workdir / "script.json", ALWAYS_A_TOOL)
+    limited = _write(workdir / "agent.json", _agent(runner_options={"max_llm_calls": 3, "max_tool_rounds": 10}))
+    out = adk(workdir, "run", "--config", str(limited), "--message", "hi", "--emulator", "--script", str(script),
+              "--json")
+    assert out.returncode == 1, out.stdout
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["status"] == "failed" and result["error"]["reason"] == "max_llm_calls"
+    assert result["error"]["details"]["max"] == 3
+    checked_in = adk(workdir, "run", "--config", str(AGENT_FILE), "--message", "hi", "--emulator", "--script",
+                     str(script))  # max_tool_rounds 4 of config/agent.json stops it first (the default is 16)
+    assert checked_in.returncode == 1 and checked_in.stdout == ""
+    assert "[max_tool_rounds]" in checked_in.stderr and '"max": 4' in checked_in.stderr
+    _no_traceback(checked_in)
+
+
+@pytest.mark.parametrize("where", ["--base-url", "GEMINI_BASE_URL", "file"])
+def test_run_without_a_key_uses_the_placeholder_key_on_a_loopback_endpoint(workdir: Path, no_leftovers: None,
+                                                                           where: str) -> None:
+    with Emulator(api_keys=[LOCAL_KEY]) as emu:  # any other key would be refused (400 API_KEY_INVALID)
+        config, args, env = AGENT_FILE, [], _env(workdir)
+        if where == "--base-url":
+            args = ["--base-url", emu.base_url]
+        elif where == "GEMINI_BASE_URL":
+            env = _env(workdir, GEMINI_BASE_URL=emu.base_url)
+        else:
+            config = _write(workdir / "agent.json", _agent(base_url=emu.base_url))
+        out = adk(workdir, "run", "--config", str(config), "--message", "hello loopback", *args, env=env)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == "You said: hello loopback\n"
+        assert [r["status"] for r in emu.requests if ":generateContent" in r["path"]] == [200]
+
+
+# Runs the CLI with an audit hook that ends the process before any connection to (or lookup of) the forbidden
+# host, and before it starts any process (an actor system's processes could connect where the hook cannot see):
+# audit events are raised before the system call, so no packet can leave.
+NO_CONNECT = """\
+import os, sys
+FORBIDDEN = os.environ.pop("NO_CONNECT_HOST")
+def guard(event, args):
+    if (event == "socket.connect" and isinstance(args[1], tuple) and args[1][0] == FORBIDDEN) or \\
+            (event == "socket.getaddrinfo" and args[0] == FORBIDDEN):
+        os.write(2, b"connection attempted"); os._exit(97)
+    if event in ("subprocess.Popen", "os.fork", "os.posix_spawn", "os.exec"):
+        os.write(2, b"process started"); os._exit(98)
+sys.addaudithook(guard)
+"""
+UNREACHABLE = "10.255.255.1"
+"""A non-loopback address used only as a configured string: it must be refused before any connection."""
+
+
+def _guarded(workdir: Path, host: str, code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", NO_CONNECT + code], capture_output=True, text=True,
+                          timeout=TIMEOUT_S, check=False, stdin=subprocess.DEVNULL, cwd=workdir,
+                          env={**env, "NO_CONNECT_HOST": host})
+
+
+def test_the_connection_guard_stops_connections_and_processes_before_they_happen(workdir: Path) -> None:
+    code = f"import socket\nsocket.create_connection(('127.0.0.1', {reserved_port()}), timeout=1)\n"
+    out = _guarded(workdir, "127.0.0.1", code, _env(workdir))
+    assert out.returncode == 97 and "connection attempted" in out.stderr
+    out = _guarded(workdir, "127.0.0.1", "import subprocess\nsubprocess.run(['true'])\n", _env(workdir))
+    assert out.returncode == 98 and "process started" in out.stderr
+
+
+@pytest.mark.parametrize("where", ["--base-url", "GEMINI_BASE_URL", "file"])
+def test_run_without_a_key_refuses_a_non_loopback_endpoint_before_connecting(workdir: Path, no_leftovers: None,
+                                                                             where: str) -> None:
+    url = f"https://{UNREACHABLE}"
+    config, args, env = AGENT_FILE, [], _env(workdir)
+    if where == "--base-url":
+        args = ["--base-url", url]
+    elif where == "GEMINI_BASE_URL":
+        env = _env(workdir, GEMINI_BASE_URL=url)
+    else:
+        config = _write(workdir / "agent.json", _agent(base_url=url))
+    argv = ["run", "--config", str(config), "--message", "hi", *args]
+    code = f"from adk_actors.cli.main import main\nsys.exit(main({argv!r}))\n"
+    out = _guarded(workdir, UNREACHABLE, code, env)
+    assert out.returncode == 1, out.stderr
+    assert out.stdout == "" and "[missing_api_key]" in out.stderr and "GEMINI_API_KEY" in out.stderr
+    _no_traceback(out)
+    assert not (workdir / "data" / "logs").exists()  # no actor system was started either
+
+
 def test_run_attached_to_a_running_system_stops_only_its_agent(workdir: Path, system: ActorSystemHandle,
                                                                no_leftovers: None) -> None:
     path = _write(workdir / "agent.json", _agent(name="CliAttachedAgent"))
@@ -441,6 +569,107 @@ def test_console_commands_and_end_of_input(console: Pty) -> None:
     status, rest = console.wait()
     assert status == 0, rest
     assert b"Traceback" not in rest
+
+
+STREAMED = "Streaming arrives piece by piece, as the model writes it."
+MODEL_LATENCY_S = 0.2
+"""The emulated model's pause before its second chunk: longer than the Runner's 50 ms batch window."""
+
+
+def test_console_prints_streamed_chunks_before_the_turn_ends(workdir: Path, no_leftovers: None) -> None:
+    """The emulator sends one chunk, pauses like a slow model, sends the next, then holds the rest of the stream
+    until the test has seen the first chunks on the terminal: the turn cannot have ended, so a console that
+    printed only whole answers would time out here."""
+    script = {"rules": [{"when": {"stream": True}, "respond": {"text": STREAMED, "chunks": 5}}]}
+    sent: list[str] = []
+    seen_on_terminal = threading.Event()
+
+    def slow_model(method: str, path: str, status: int, body: bytes) -> None:
+        # Runs on the emulator's event loop just before each chunk is written.
+        if "streamGenerateContent" not in path:
+            return
+        if len(sent) == 1:
+            time.sleep(MODEL_LATENCY_S)  # emulated latency between two chunks, not a wait for a condition
+        elif len(sent) == 2:
+            seen_on_terminal.wait(TIMEOUT_S)  # the rest of the stream waits for the test
+        sent.append(json.loads(body)["candidates"][0]["content"]["parts"][0]["text"])
+
+    with Emulator(script=script) as emu:
+        add_served_hook(slow_model)
+        term = Pty([sys.executable, "-m", "adk_actors.cli.main", "console", "--config", str(AGENT_FILE),
+                    "--base-url", emu.base_url, "--session", "cli-stream"], cwd=workdir, env=_env(workdir))
+        try:
+            term.expect(r"> ")
+            term.send("stream please\n")
+            term.expect(r"stream please\r?\n")  # the terminal's echo of the input
+            term.expect(re.escape(STREAMED[:3]))
+            early = STREAMED[:3] + term.seen.decode()
+            assert len(sent) == 2 and STREAMED.startswith(sent[0] + sent[1]), sent
+            assert (sent[0] + sent[1]).startswith(early) or early.startswith(sent[0] + sent[1]), early
+            assert not seen_on_terminal.is_set() and STREAMED not in early  # the rest is still held
+            seen_on_terminal.set()
+            term.expect(re.escape(STREAMED[len(sent[0]) + len(sent[1]):]) + r"\r?\n")
+            term.expect(r"> ")
+            term.send("/exit\n")
+            status, rest = term.wait()
+            assert status == 0, rest
+        finally:
+            seen_on_terminal.set()
+            remove_served_hook(slow_model)
+            term.close()
+
+
+APPROVAL_TOOLS = """\
+from adk_actors.tools import FunctionTool
+
+
+def transfer(amount: int) -> dict:
+    \"\"\"Move money between two accounts.
+
+    Args:
+        amount: How much to move.
+    \"\"\"
+    return {"moved": amount}
+
+
+confirmed_transfer = FunctionTool(transfer, requires_confirmation=True)
+"""
+APPROVAL_SCRIPT = {"rules": [
+    {"when": {"has_function_response": True}, "respond": {"text": "Transfer done: {response_text}."}},
+    {"when": {"user_text_contains": "transfer"},
+     "respond": {"function_calls": [{"name": "transfer", "args": {"amount": 25}}]}},
+    {"when": {}, "respond": {"text": "You said: {user_text}"}}]}
+
+
+def test_console_resume_completes_a_confirmation_pause(workdir: Path, no_leftovers: None) -> None:
+    (workdir / "cli_approval_tools.py").write_text(APPROVAL_TOOLS)
+    config = _write(workdir / "agent.json", _agent(tools=["cli_approval_tools:confirmed_transfer"]))
+    script = _write(workdir / "script.json", APPROVAL_SCRIPT)
+    term = Pty([sys.executable, "-m", "adk_actors.cli.main", "console", "--config", str(config), "--emulator",
+                "--script", str(script), "--session", "cli-approval"], cwd=workdir,
+               env=_env(workdir, PYTHONPATH=str(workdir)))
+    try:
+        term.expect(r"> ")
+        term.send("Please transfer 25\n")
+        term.expect(r"\[calling transfer\]")
+        term.expect(r"\[paused: tool_confirmation\] \{[^\n]*\"function_name\": \"transfer\"[^\n]*/resume JSON")
+        term.expect(r"> ")
+        term.send("/inspect\n")
+        continuation = term.expect(r"paused   (cont_\w+) \(tool_confirmation\)").group(1)
+        term.expect(r"> ")
+        term.send('/resume {"confirmed": true}\n')
+        term.expect(r"Transfer done: 25\.\r?\n")
+        term.expect(r"> ")
+        term.send("/inspect\n")
+        term.expect(r"paused   none")
+        term.send('/resume {"confirmed": true}\n')  # nothing is paused any more
+        term.expect(r"\[no_paused_invocation\]")
+        term.send("/exit\n")
+        status, rest = term.wait()
+        assert status == 0, rest
+        assert continuation.decode() not in rest.decode(errors="replace")
+    finally:
+        term.close()
 
 
 def test_parse_line_separates_messages_from_commands() -> None:

@@ -1,11 +1,11 @@
 """`adk shell` against running systems: one-shot JSON commands and the REPL through a pty (as subprocesses).
 
-``main.py`` wires the shell into ``adk``; these tests run the same parser as ``python -m adk_actors.cli.shell``.
+The commands run through ``adk`` itself (``python -m adk_actors.cli.main shell``; one test through the ``adk``
+console script); the REPL tests also run ``python -m adk_actors.cli.shell``, which has the same arguments.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import select
@@ -20,7 +20,9 @@ import pytest
 
 from adk_actors.agents import spawn_agent
 from adk_actors.agents.api import describe_agent
-from adk_actors.cli.shell import add_parser, parse_command, render, run, tree_view
+from adk_actors.cli import shell as shell_module
+from adk_actors.cli.main import build_parser
+from adk_actors.cli.shell import parse_command, render, tree_view
 from adk_actors.emulator import Emulator
 from adk_actors.errors import AdkError
 from adk_actors.runs import api as run_api
@@ -33,7 +35,12 @@ from adk_actors.testing.runs import ScriptedBody
 from ..agents.conftest import config_for
 from ..runtime.helpers import wait_exit
 
-SHELL = [sys.executable, "-m", "adk_actors.cli.shell"]
+SHELL = [sys.executable, "-m", "adk_actors.cli.main", "shell"]
+"""``adk shell`` through the ``adk`` entry point."""
+SHELL_MODULE = [sys.executable, "-m", "adk_actors.cli.shell"]
+"""The shell module on its own (the same arguments)."""
+ADK_SCRIPT = os.path.join(os.path.dirname(sys.executable), "adk")
+"""The installed ``adk`` console script."""
 SECRET_KEY = "sk-shell-test-0123456789abcdef"
 
 
@@ -51,8 +58,9 @@ def _env(system: ActorSystemHandle | None = None) -> dict[str, str]:
     return env
 
 
-def _shell_json(port: int, *words: str, system: ActorSystemHandle | None = None) -> tuple[int, dict[str, Any], str]:
-    out = subprocess.run([*SHELL, "--port", str(port), "--json", *words], capture_output=True, text=True,
+def _shell_json(port: int, *words: str, system: ActorSystemHandle | None = None,
+                command: tuple[str, ...] = tuple(SHELL)) -> tuple[int, dict[str, Any], str]:
+    out = subprocess.run([*command, "--port", str(port), "--json", *words], capture_output=True, text=True,
                          timeout=30, check=False, env=_env(system))
     return out.returncode, json.loads(out.stdout), out.stdout + out.stderr
 
@@ -121,9 +129,18 @@ def test_agents_describes_an_agent_and_stop_agent_stops_it(fresh_system: ActorSy
     agent = next(a for a in doc["agents"] if a["name"] == name)
     assert agent["state"] == "running" and agent["description"] == "answers admins" and agent["tools"] == []
     assert agent["local_id"] == f"agent.{name}" and agent["restarts"] == 0
-    outputs = [text]
-    for command in ("tree", "hosts"):
-        outputs.append(_shell_json(fresh_system.port, command, system=fresh_system)[2])
+    code, hosts, hosts_text = _shell_json(fresh_system.port, "hosts", system=fresh_system)
+    assert code == 0, hosts_text
+    inner = [(host["host_id"], actor) for host in hosts["hosts"] for actor in host.get("inner", [])
+             if actor["local_id"] == f"agent.{name}"]
+    assert len(inner) == 1, hosts  # exactly one host runs the agent, the one `agents` names
+    host_id, actor = inner[0]
+    assert host_id == agent["host_id"]
+    assert actor == {"local_id": f"agent.{name}", "actor": "AgentActor", "state": "running", "restarts": 0,
+                     "restart": actor["restart"], "name": name}
+    host = next(h for h in hosts["hosts"] if h["host_id"] == host_id)
+    assert host["inner_actors"] >= 1 and host["inner_truncated"] is False
+    outputs = [text, hosts_text, _shell_json(fresh_system.port, "tree", system=fresh_system)[2]]
     assert all(SECRET_KEY not in out for out in outputs), "the agent's API key reached the shell's output"
     assert _json(fresh_system, "stop-agent", name) == {"ok": True, "stopped": name}
     with pytest.raises(AdkError) as info:
@@ -166,7 +183,8 @@ def _read_until(fd: int, marker: str, timeout: float) -> str:
 def test_repl_through_a_pty_runs_commands_and_exit_leaves_the_system_running(
         fresh_system: ActorSystemHandle) -> None:
     master, slave = os.openpty()
-    proc = subprocess.Popen([*SHELL, "--port", str(fresh_system.port)], stdin=slave, stdout=slave, stderr=slave,
+    proc = subprocess.Popen([*SHELL_MODULE, "--port", str(fresh_system.port)], stdin=slave, stdout=slave,
+                            stderr=slave,
                             env=_env(fresh_system), close_fds=True, start_new_session=True)
     os.close(slave)
     try:
@@ -212,14 +230,28 @@ def test_malformed_commands_are_json_errors_before_attaching(words: list[str], r
     assert code == 1 and doc == {"ok": False, "error": doc["error"]} and doc["error"]["reason"] == reason
 
 
-def test_add_parser_registers_shell_with_its_handler() -> None:
-    parser = argparse.ArgumentParser(prog="adk")
-    add_parser(parser.add_subparsers(dest="command"))
+def test_the_adk_parser_dispatches_shell_to_its_handler() -> None:
+    parser = build_parser()
     args = parser.parse_args(["shell", "--port", "19999", "--json", "cancel", "r1"])
     assert (args.command, args.port, args.json, args.words, args.handler) == ("shell", 19999, True, ["cancel", "r1"],
-                                                                               run)
+                                                                               shell_module.run)
     args = parser.parse_args(["shell"])
     assert (args.port, args.json, args.words, args.timeout) == (None, False, [], 10.0)
+    args = parser.parse_args(["shell", "--timeout", "2.5", "runs", "5"])
+    assert (args.timeout, args.words) == (2.5, ["runs", "5"])
+
+
+def test_the_adk_console_script_runs_shell_json_commands(fresh_system: ActorSystemHandle) -> None:
+    code, doc, text = _shell_json(fresh_system.port, "tree", system=fresh_system, command=(ADK_SCRIPT, "shell"))
+    assert code == 0 and doc["ok"] is True, text
+    assert doc["tree"]["id"] == "root" and doc["tree"]["pid"] == fresh_system.root_pid
+    code, doc, _ = _shell_json(reserved_port(), "tree", command=(ADK_SCRIPT, "shell"))
+    assert code == 1 and doc["error"]["reason"] == "system_not_running"
+
+
+def test_the_shell_module_and_adk_shell_give_the_same_json_error() -> None:
+    port = reserved_port()
+    assert _shell_json(port, "frobnicate", command=tuple(SHELL_MODULE))[:2] == _shell_json(port, "frobnicate")[:2]
 
 
 def test_parse_command_returns_the_argument() -> None:

@@ -32,7 +32,7 @@ def add_parser(sub: Any) -> None:
 def validate(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status."""
     try:
-        name, _config = load_agent_file(args.file)
+        name = load_agent_file(args.file).name
     except AdkError as err:
         if args.json:
             print_json({"ok": False, "file": args.file, "error": error_dict(err)})

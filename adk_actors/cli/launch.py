@@ -147,6 +147,9 @@ def _endpoint(config: dict[str, Any], options: LaunchOptions, settings: Settings
 def open_agent(options: LaunchOptions, settings: Settings) -> Iterator[LiveAgent]:
     """Start (or attach to) a system and spawn the file's agent; stop everything started on exit.
 
+    The Runner gets the file's ``runner_options`` (``max_llm_calls``, ``max_tool_rounds``...) and the command's
+    ``streaming_mode``.
+
     Raises:
         ConfigError: the file or the options are invalid (``secret_in_config``, ``unknown_key``, ``invalid_script``,
             ``port_in_use``...).
@@ -154,7 +157,8 @@ def open_agent(options: LaunchOptions, settings: Settings) -> Iterator[LiveAgent
         SystemNotRunning: ``--port`` names no running system, or the node failed to boot.
         AgentError: the agent cannot be spawned (``already_started`` on an attached system...).
     """
-    name, config = load_agent_file(options.config_path)
+    agent_file = load_agent_file(options.config_path)
+    name, config = agent_file.name, dict(agent_file.config)
     with contextlib.ExitStack() as stack:
         if options.emulator:
             from adk_actors.emulator import Emulator
@@ -175,10 +179,10 @@ def open_agent(options: LaunchOptions, settings: Settings) -> Iterator[LiveAgent
         else:
             handle = _start_ephemeral(settings)
             stack.callback(handle.stop)
-        agent = spawn_agent(name, config, system=handle)
+        agent = spawn_agent(name, config, agent_file.tools, system=handle)
         stack.callback(_quietly_stop, agent, handle)
         runner = Runner(agent, APP_NAME, session_service(handle.settings), system=handle,
-                        streaming_mode="text" if options.streaming else "none")
+                        **agent_file.runner_options, streaming_mode="text" if options.streaming else "none")
         yield LiveAgent(handle=handle, agent=agent, runner=runner, owns_system=options.port is None)
 
 
