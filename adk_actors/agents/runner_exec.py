@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -64,6 +65,7 @@ from adk_actors.models import ModelResponse, stream_content
 from adk_actors.models import stream as stream_text
 from adk_actors.policy import Decision
 from adk_actors.runtime.callables import CallableRef
+from adk_actors.runtime.threadtimers import thread_timers
 from adk_actors.sessions.actor import STORE_NAME, ActorSessionService
 from adk_actors.sessions.messages import SessionBatch, SessionOp
 from adk_actors.sessions.model import SessionRef
@@ -121,7 +123,10 @@ def _session_calls(token: Any, service: Any, ops: tuple[SessionOp, ...]) -> list
 
 
 class _Batcher:
-    """Stream deltas grouped into batches (>= 32 deltas or 50 ms): one batch is one partial event."""
+    """Stream deltas grouped into batches (>= 32 deltas or 50 ms): one batch is one partial event.
+
+    A batch is flushed by the delta that completes it or, when the model pauses, by a timer 50 ms after the batch's
+    first delta (on the process's timer thread), so a partial never waits for the next chunk."""
 
     def __init__(self, token: Any, mode: str, max_bytes: int) -> None:
         self.token, self.mode, self.max_bytes = token, mode, max_bytes
@@ -129,6 +134,8 @@ class _Batcher:
         self.count = 0
         self.total = 0
         self.first = 0.0
+        self.lock = threading.Lock()
+        self.timer: int | None = None
 
     def text(self, delta: str) -> None:
         self._add({"type": "text", "text": delta}, len(delta.encode("utf-8")))
@@ -146,20 +153,34 @@ class _Batcher:
         if self.total > self.max_bytes:
             raise BudgetExceeded("the model's streamed output passed max_stream_output_bytes",
                                  reason="max_stream_output_bytes", details={"max": self.max_bytes})
-        if not self.parts:
-            self.first = time.monotonic()
-        for part in parts:
-            last = self.parts[-1] if self.parts else None
-            if last is not None and part.get("type") == "text" and last.get("type") == "text" \
-                    and set(part) == {"type", "text"} and set(last) == {"type", "text"}:
-                last["text"] += part["text"]
-            else:
-                self.parts.append(dict(part))
-        self.count += 1
-        if self.count >= _BATCH_DELTAS or time.monotonic() - self.first >= _BATCH_SECONDS:
-            self.flush()
+        with self.lock:
+            if not self.parts:
+                self.first = time.monotonic()
+                self.timer = thread_timers.add(_BATCH_SECONDS, self._flush_due)
+            for part in parts:
+                last = self.parts[-1] if self.parts else None
+                if last is not None and part.get("type") == "text" and last.get("type") == "text" \
+                        and set(part) == {"type", "text"} and set(last) == {"type", "text"}:
+                    last["text"] += part["text"]
+                else:
+                    self.parts.append(dict(part))
+            self.count += 1
+            if self.count >= _BATCH_DELTAS or time.monotonic() - self.first >= _BATCH_SECONDS:
+                self._flush()
+
+    def _flush_due(self) -> None:
+        with self.lock:
+            self.timer = None
+            self._flush()
 
     def flush(self) -> None:
+        with self.lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.timer is not None:
+            thread_timers.cancel(self.timer)
+            self.timer = None
         if self.parts:
             self.token.report({"schema_version": 1, "parts": self.parts})
             self.parts, self.count = [], 0
@@ -168,11 +189,18 @@ class _Batcher:
 def _stream(token: Any, config: dict[str, Any], history: list[dict[str, Any]], tools: list[dict[str, Any]],
             mode: str, max_bytes: int) -> ModelResponse:
     batcher = _Batcher(token, mode, max_bytes)
-    if mode == "text":
-        response = stream_text(config, history, tools, batcher.text, cancel=token)
-    else:
-        response = stream_content(config, history, tools, batcher.frame, cancel=token)
-    batcher.flush()
+    try:
+        if mode == "text":
+            response = stream_text(config, history, tools, batcher.text, cancel=token)
+        else:
+            response = stream_content(config, history, tools, batcher.frame, cancel=token)
+        batcher.flush()
+    finally:
+        with batcher.lock:  # a failed stream reports nothing more (its partial events end with the error)
+            if batcher.timer is not None:
+                thread_timers.cancel(batcher.timer)
+                batcher.timer = None
+            batcher.parts = []
     return response
 
 

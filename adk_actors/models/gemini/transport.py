@@ -9,12 +9,8 @@ they connect and when a pooled connection is reused. The guard forwards sockets 
 from __future__ import annotations
 
 import contextlib
-import heapq
-import itertools
-import os
 import socket
 import threading
-import time
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -26,6 +22,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from adk_actors.errors import ProviderError
 from adk_actors.models.cancel import CancelToken
+from adk_actors.runtime.threadtimers import thread_timers
 
 __all__ = ["CallGuard", "close_sessions", "thread_session"]
 
@@ -33,71 +30,6 @@ _active = threading.local()
 _local = threading.local()
 _sessions: weakref.WeakSet[requests.Session] = weakref.WeakSet()
 _sessions_lock = threading.Lock()
-
-
-class _Deadlines:
-    """One daemon thread per process that fires request deadlines (a ``threading.Timer`` per call started and
-    joined a thread for every provider request)."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, CallGuard]] = []
-        self._live: set[int] = set()
-        self._ids = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def stop(self) -> None:
-        """Stop the thread (pending deadlines stay; the next ``add`` starts a new one)."""
-        with self._cond:
-            thread, self._thread = self._thread, None
-            self._cond.notify_all()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(5)
-
-    def add(self, delay_s: float, guard: CallGuard) -> int:
-        key = next(self._ids)
-        with self._cond:
-            heapq.heappush(self._heap, (time.monotonic() + delay_s, key, guard))
-            self._live.add(key)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="adk-request-deadlines", daemon=True)
-                self._thread.start()
-            elif self._heap[0][1] == key:
-                self._cond.notify_all()
-        return key
-
-    def cancel(self, key: int) -> None:
-        with self._cond:
-            self._live.discard(key)
-            if len(self._heap) > 64 and len(self._live) * 2 < len(self._heap):
-                self._heap = [entry for entry in self._heap if entry[1] in self._live]
-                heapq.heapify(self._heap)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                if self._thread is not threading.current_thread():
-                    return  # stopped (or replaced)
-                while self._heap and self._heap[0][1] not in self._live:
-                    heapq.heappop(self._heap)
-                if not self._heap:
-                    self._cond.wait()
-                    continue
-                due, key, guard = self._heap[0]
-                wait = due - time.monotonic()
-                if wait > 0:
-                    self._cond.wait(wait)
-                    continue
-                heapq.heappop(self._heap)
-                self._live.discard(key)
-            guard._expire()
-
-
-_deadlines = _Deadlines()
-os.register_at_fork(after_in_child=_deadlines.reset)  # a forked child has no deadline thread of its own
 
 
 def _shutdown(sock: socket.socket) -> None:
@@ -161,13 +93,13 @@ class CallGuard:
         previous = getattr(_active, "guard", None)
         _active.guard = self
         if self.deadline_s is not None:
-            self._timer = _deadlines.add(self.deadline_s, self)
+            self._timer = thread_timers.add(self.deadline_s, self._expire)
         try:
             yield self
         finally:
             _active.guard = previous
             if self._timer is not None:
-                _deadlines.cancel(self._timer)
+                thread_timers.cancel(self._timer)
             with self._lock:
                 sockets, self._sockets = self._sockets, []
             if self.token is not None:
@@ -239,8 +171,8 @@ def thread_session() -> requests.Session:
 
 def close_sessions() -> None:
     """Close every pooled connection of every thread's session (sessions stay usable and reconnect), and stop
-    the request-deadline thread (it restarts with the next request)."""
-    _deadlines.stop()
+    the timer thread when no timer is pending (it restarts with the next one)."""
+    thread_timers.stop_if_idle()
     with _sessions_lock:
         sessions = list(_sessions)
     for session in sessions:
