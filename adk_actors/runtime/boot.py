@@ -38,6 +38,10 @@ def main(argv: list[str]) -> int:
 def _boot(spec: dict[str, Any]) -> dict[str, Any]:
     import importlib
 
+    from adk_actors.runtime import thespian_tuning
+
+    thespian_tuning.apply()  # before the admin forks: every actor process inherits it
+
     from thespian.actors import ActorSystem
 
     from adk_actors.runtime.logdefs import log_defs

@@ -40,6 +40,7 @@ from adk_actors.errors import (
     SystemNotRunning,
     error_from_dict,
 )
+from adk_actors.runtime import thespian_tuning
 from adk_actors.runtime.callables import callable_ref
 from adk_actors.runtime.host import InnerSpec, Spawn, StopInner
 from adk_actors.runtime.lane import ENV as LANES_ENV
@@ -65,6 +66,7 @@ __all__ = [
     "stop",
 ]
 
+thespian_tuning.apply()
 _lock = threading.RLock()
 _default: ActorSystemHandle | None = None
 _HOSTNAME = socket.gethostname()
