@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from adk_actors.errors import ValidationError
@@ -45,8 +47,13 @@ def test_the_index_answers_list_runs_and_survives_a_bad_limit(system: ActorSyste
     run_api.wait(first, 10, system=system)
     second = run_api.start(ScriptedBody(events=("a",), interval_s=60.0), system=system)
     try:
-        listed = system.ask("runs", ListRuns(limit=MAX_LIST_RUNS))
-        states = {r["run_id"]: r["state"] for r in listed["runs"]}
+        # A run reports itself to the index from its host as it starts: the listing may trail start() briefly.
+        deadline = time.monotonic() + 10
+        while True:
+            listed = system.ask("runs", ListRuns(limit=MAX_LIST_RUNS))
+            states = {r["run_id"]: r["state"] for r in listed["runs"]}
+            if second in states or time.monotonic() > deadline:
+                break
         assert states[first] == "completed" and states[second] == "running"
         order = [r["run_id"] for r in listed["runs"]]
         assert order.index(second) < order.index(first)
