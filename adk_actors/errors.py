@@ -2,8 +2,10 @@
 
 Every failure a caller can see is an :class:`AdkError`. ``err.reason`` is the reference's reason tag as a
 lowercase string (``"missing_api_key"``, ``"tool_catalog_changed"``) and ``err.details`` a JSON-safe dict of
-structural context (names, ids, limits — never secrets, raw payloads or stack traces). Every class pickles and
-unpickles, including those with keyword-only constructors, because errors cross actor processes as data.
+structural context (names, ids, limits — never secrets, raw payloads or stack traces), both bounded on
+construction (:func:`bounded_reason`, :func:`json_safe`) so a failure stays a small value wherever it travels.
+Every class pickles and unpickles, including those with keyword-only constructors, because errors cross actor
+processes as data.
 
 ::
 
@@ -39,10 +41,17 @@ unpickles, including those with keyword-only constructors, because errors cross 
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, ClassVar
 
 __all__ = [
+    "MAX_DETAIL_BUDGET",
+    "MAX_DETAIL_DEPTH",
+    "MAX_DETAIL_ITEMS",
+    "MAX_DETAIL_KEY",
+    "MAX_DETAIL_STR",
+    "MAX_REASON_CHARS",
     "ActorCrashed",
     "AdkError",
     "AgentError",
@@ -71,34 +80,126 @@ __all__ = [
     "ValidationError",
     "WorkerError",
     "WorkflowError",
+    "bounded_reason",
     "error_from_dict",
     "json_safe",
 ]
 
-_MAX_DETAIL_DEPTH = 8
-_MAX_DETAIL_STR = 4096
+MAX_REASON_CHARS = 256
+"""Bound on an error's ``reason`` tag (longer ones are cut)."""
+MAX_DETAIL_DEPTH = 8
+"""Bound on the nesting of ``details`` (deeper values become ``"<depth>"``)."""
+MAX_DETAIL_STR = 4096
+"""Bound on one string in ``details`` (cut, with ``"…"`` appended)."""
+MAX_DETAIL_KEY = 256
+"""Bound on one key in ``details`` (cut, with ``"…"`` appended)."""
+MAX_DETAIL_ITEMS = 64
+"""Bound on the entries of one dict or list in ``details``: the first 63 are kept, then a marker (a key ``"…"``
+with the number left out, or a list item ``"<N more>"``)."""
+MAX_DETAIL_BUDGET = 65536
+"""Bound on a whole ``details`` value: every value costs 1 and every string and key its length; once it is spent,
+whatever is left becomes ``"…"``. So a ``details`` value stays well under 2 MiB of JSON."""
+
+_INT_LIMIT = 1 << 63
+_MORE_KEY = "…"
 
 
-def json_safe(value: Any, _depth: int = 0) -> Any:
-    """Project ``value`` onto JSON-safe data: dict[str, ...], list, str, int, finite float, bool, None.
+class _Budget:
+    __slots__ = ("left",)
 
-    Unknown objects become their type name (never their ``repr``, which could carry a secret or a payload).
-    Strings are truncated to a bounded length so details stay bounded.
+    def __init__(self) -> None:
+        self.left = MAX_DETAIL_BUDGET
+
+
+def json_safe(value: Any) -> Any:
+    """Project ``value`` onto bounded JSON-safe data: dict[str, ...], list, str, int, finite float, bool, None.
+
+    Unknown objects become their type name (never their ``repr``, which could carry a secret or a payload), and so
+    do keys that are not strings or scalars. Integers outside 64 bits become ``"<int>"``; NUL characters and lone
+    surrogates in strings and keys become U+FFFD, so any store can write the result. The result is bounded in
+    depth, string and key length, entries per dict or list and overall size (the ``MAX_DETAIL_*`` constants), and
+    projecting it again changes nothing.
     """
-    if _depth > _MAX_DETAIL_DEPTH:
-        return "<depth>"
-    if value is None or isinstance(value, bool | int):
+    return _safe(value, 0, _Budget())
+
+
+def bounded_reason(reason: Any) -> str:
+    """A reason tag cut to :data:`MAX_REASON_CHARS` (a non-string becomes its type name), storable as
+    canonical JSON text like ``json_safe`` strings."""
+    text = reason if isinstance(reason, str) else f"<{type(reason).__name__}>"
+    return _storable(text[:MAX_REASON_CHARS])
+
+
+def _storable(text: str) -> str:
+    """``text`` with NUL characters and lone surrogates (which canonical JSON and UTF-8 refuse) replaced by
+    U+FFFD, so every store accepts it; the length is unchanged."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
+def _cut(text: str, limit: int, budget: _Budget) -> str:
+    room = max(0, min(limit, budget.left))
+    return _storable(text if len(text) <= room else text[:room] + "…")
+
+
+def _clip(text: str, limit: int, budget: _Budget) -> str:
+    out = _cut(text, limit, budget)
+    budget.left -= len(out)
+    return out
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool | int | float):
+        return str(key)
+    return f"<{type(key).__name__}>"
+
+
+def _safe(value: Any, depth: int, budget: _Budget) -> Any:
+    if budget.left <= 0:
+        return "…"
+    budget.left -= 1
+    if depth > MAX_DETAIL_DEPTH:
+        return _clip("<depth>", MAX_DETAIL_STR, budget)
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, int):
+        return value if -_INT_LIMIT <= value < _INT_LIMIT else _clip("<int>", MAX_DETAIL_STR, budget)
     if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
+        return value if math.isfinite(value) else _clip(str(value), MAX_DETAIL_STR, budget)
     if isinstance(value, str):
-        return value if len(value) <= _MAX_DETAIL_STR else value[:_MAX_DETAIL_STR] + "…"
+        return _clip(value, MAX_DETAIL_STR, budget)
     if isinstance(value, dict):
-        return {str(k): json_safe(v, _depth + 1) for k, v in value.items()}
+        entries = list(itertools.islice(value.items(), MAX_DETAIL_ITEMS))
+        if len(value) > MAX_DETAIL_ITEMS:
+            entries[-1] = (_MORE_KEY, len(value) - (MAX_DETAIL_ITEMS - 1))
+        out: dict[str, Any] = {}
+        for key, item in entries:
+            if budget.left <= 0:
+                out.setdefault(_MORE_KEY, "…")
+                break
+            text = _cut(_key(key), MAX_DETAIL_KEY, budget)
+            if text in out:  # two keys cut to one: the first wins (so projecting again changes nothing)
+                continue
+            budget.left -= len(text)
+            out[text] = _safe(item, depth + 1, budget)
+        return out
     if isinstance(value, list | tuple | frozenset | set):
-        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
-        return [json_safe(v, _depth + 1) for v in items]
-    return f"<{type(value).__name__}>"
+        if isinstance(value, set | frozenset):
+            items = sorted(value, key=repr)[:MAX_DETAIL_ITEMS]
+        else:
+            items = list(itertools.islice(value, MAX_DETAIL_ITEMS))
+        if len(value) > MAX_DETAIL_ITEMS:
+            items[-1] = f"<{len(value) - (MAX_DETAIL_ITEMS - 1)} more>"
+        return [_safe(item, depth + 1, budget) for item in items]
+    return _clip(f"<{type(value).__name__}>", MAX_DETAIL_STR, budget)
 
 
 class AdkError(Exception):
@@ -108,7 +209,7 @@ class AdkError(Exception):
 
     def __init__(self, message: str | None = None, *, reason: str | None = None,
                  details: dict[str, Any] | None = None) -> None:
-        self.reason: str = reason or self.default_reason
+        self.reason: str = bounded_reason(reason or self.default_reason)
         self.details: dict[str, Any] = json_safe(dict(details or {}))
         self.message: str = message or self.reason
         super().__init__(self.message)
@@ -326,4 +427,5 @@ def error_from_dict(data: dict[str, Any]) -> AdkError:
     """Rebuild an error from :meth:`AdkError.to_dict` output (unknown types become ``AdkError``)."""
     cls = _all_classes().get(str(data.get("type")), AdkError)
     return _rebuild(cls, str(data.get("message") or data.get("reason") or "error"),
-                    str(data.get("reason") or cls.default_reason), json_safe(dict(data.get("details") or {})))
+                    bounded_reason(str(data.get("reason") or cls.default_reason)),
+                    json_safe(dict(data.get("details") or {})))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from actor_tests.sessions.conftest import sql_urls
+from adk_actors.workflows.ledger import SqlInvocationLedger
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -31,3 +32,14 @@ def ledger_url_factory(tmp_path: Path) -> Iterator[Callable[[str], str]]:
 def ledger_url(sql_kind: str, ledger_url_factory: Callable[[str], str]) -> str:
     """A fresh ledger URL of the parametrized backend."""
     return ledger_url_factory(sql_kind)
+
+
+@pytest.fixture
+def ledger(ledger_url: str) -> Iterator[SqlInvocationLedger]:
+    """A ledger on the parametrized backend (a SQLite file or a PostgreSQL schema of its own), on the database
+    clock. Modules that need an injected clock define their own ``ledger``."""
+    led = SqlInvocationLedger(ledger_url)
+    try:
+        yield led
+    finally:
+        led.close()

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing.synchronize
+import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from sqlalchemy import create_engine, make_url, text
+from sqlalchemy.pool import NullPool
 
 from adk_actors.errors import AdkError
 from adk_actors.workflows.ledger import InvocationStatus, Lease, SqlInvocationLedger
@@ -15,6 +21,8 @@ WAIT_TIMEOUT_S = 60.0
 """How long a child waits for a barrier or event before giving up (a non-zero exit fails the test)."""
 POLL_LIMIT_S = 30.0
 """Upper bound of a poll for a lease to expire on the database clock."""
+
+_T = TypeVar("_T")
 
 
 class ManualClock:
@@ -41,6 +49,61 @@ def wait_until_unowned(ledger: SqlInvocationLedger, invocation_id: str) -> Invoc
             raise TimeoutError(f"lease of {invocation_id} still held after {POLL_LIMIT_S}s")
         # Wait for the real condition: sleeping until lease_until is not a guess, it is when expiry happens.
         time.sleep(max(0.0, min((status.lease_until or 0) - status.now, 1000)) / 1000)
+
+
+def wait_for_ledger_time(ledger: SqlInvocationLedger, invocation_id: str, target_ms: int) -> InvocationStatus:
+    """Wait (bounded) until the ledger clock reaches ``target_ms``; return the status read at that moment.
+
+    The condition is a time on the database clock, so the helper re-reads that clock and sleeps only until the
+    moment it reports the condition becomes true.
+    """
+    deadline = time.monotonic() + POLL_LIMIT_S
+    while True:
+        status = ledger.workflow_invocation_status(invocation_id)
+        if status.now >= target_ms:
+            return status
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"ledger clock still at {status.now} < {target_ms} after {POLL_LIMIT_S}s")
+        time.sleep(min(target_ms - status.now, 1000) / 1000)
+
+
+def wait_for(probe: Callable[[], _T | None], what: str, timeout: float = POLL_LIMIT_S) -> _T:
+    """Call ``probe`` until it returns something other than ``None`` (each call is a round trip to an actor or
+    the database, no sleep), at most ``timeout`` seconds; return that value."""
+    deadline = time.monotonic() + timeout
+    while (found := probe()) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout}s")
+    return found
+
+
+@contextlib.contextmanager
+def ledger_writes_blocked(url: str, invocation_id: str) -> Iterator[None]:
+    """Hold the lock every fenced ledger write of ``invocation_id`` needs, until the block ends.
+
+    SQLite: a ``BEGIN IMMEDIATE`` transaction holds the database's write lock (WAL readers go on). PostgreSQL: the
+    invocation row is locked ``FOR UPDATE`` (plain reads go on). A writer waits for the lock (busy timeout / row
+    lock queue), so a write started meanwhile lands only after the block.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        conn = sqlite3.connect(str(parsed.database), timeout=30, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            yield
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+        return
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.begin() as pg:
+            locked = pg.execute(text("SELECT invocation_id FROM adk_workflow_invocations WHERE invocation_id = :i "
+                                     "FOR UPDATE"), {"i": invocation_id}).scalar()
+            assert locked == invocation_id
+            yield
+    finally:
+        engine.dispose()
 
 
 def race_acquire(ledger: SqlInvocationLedger, invocation_ids: list[str], owner: str, barrier: Any,

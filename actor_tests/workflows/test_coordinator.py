@@ -1,5 +1,6 @@
-"""The workflow coordinator on the shared node: every README example, merges, retries, timeouts, the deadline,
-cancel and resume, a fork pausing with a sibling in flight, agent and tool nodes, status and input validation.
+"""The workflow coordinator on the shared node: every README example, merges, retries (backoff, attempt counts
+reset on resume), timeouts, the deadline (also mid-branch), cancel and resume, a fork pausing with a sibling in
+flight, agent and tool nodes, status, retention and input validation.
 
 Actions run in real worker processes, so they signal the test through FIFOs (``wf_signals``): a blocked action
 posts ``{"event": "waiting", "pid": ...}`` and waits at a gate only the test opens; the test waits with
@@ -9,6 +10,7 @@ posts ``{"event": "waiting", "pid": ...}`` and waits at a gate only the test ope
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Iterator
@@ -172,6 +174,95 @@ def test_readme_retry_fails_attempt_one_and_succeeds_on_attempt_two(system: Acto
     assert calls.value == 2
     seen = [lab.channel.next(), lab.channel.next()]
     assert [(s["call"], s["attempt"]) for s in seen] == [(1, 1), (2, 2)]  # context["attempt"] counts the calls
+
+
+def test_retry_backoff_ms_delays_every_next_attempt_by_at_least_the_backoff(
+        system: ActorSystemHandle, lab: Lab) -> None:
+    calls, channel, backoff_ms = lab.counter("flaky"), lab.channel.path, 400
+
+    def flaky(state: dict[str, Any], context: dict[str, Any]) -> Any:
+        # CLOCK_MONOTONIC is one clock for every process on the machine, so workers' stamps compare.
+        post(channel, event="attempt", call=calls.incr(), attempt=context["attempt"], at=time.monotonic())
+        return ActionFailed("transient_failure") if context["attempt"] < 3 else Output("recovered", {"ok": True})
+
+    compiled = compile_workflow({
+        "version": 1, "id": "retry-backoff-v1", "kind": "sequential",
+        "steps": [{"id": "flaky", "run": flaky, "retry": {"max_attempts": 3, "backoff_ms": backoff_ms}}]})
+    outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
+    assert isinstance(outcome, Completed) and outcome.output == "recovered"
+    attempts = [lab.channel.expect("attempt") for _ in range(3)]
+    assert [(a["call"], a["attempt"]) for a in attempts] == [(1, 1), (2, 2), (3, 3)]
+    gaps = [later["at"] - earlier["at"] for earlier, later in itertools.pairwise(attempts)]
+    assert all(backoff_ms / 1000 <= gap < backoff_ms / 1000 + 3.0 for gap in gaps), gaps
+
+
+def flaky_then_gated(name: str, lab: Lab) -> Any:
+    """Fails its first attempt, then waits at the gate ``name`` on every later attempt and returns ``Ok``."""
+    calls, gate, channel = lab.counter(name), lab.gate(name).path, lab.channel.path
+
+    def run(state: dict[str, Any], context: dict[str, Any]) -> Any:
+        call = calls.incr()
+        post(channel, event="attempt", step=name, call=call, attempt=context["attempt"])
+        if context["attempt"] == 1:
+            return ActionFailed("transient_failure")
+        if not hold(gate, channel, step=name, call=call, attempt=context["attempt"]):
+            return ActionFailed("gate_not_opened")
+        return Ok({name: True})
+
+    return run
+
+
+def test_retry_counts_start_again_at_one_when_a_node_cancelled_mid_retry_is_resumed(
+        system: ActorSystemHandle, lab: Lab) -> None:
+    compiled = compile_workflow({
+        "version": 1, "id": "retry-reset-cancel-v1", "kind": "sequential",
+        "steps": [{"id": "flaky", "run": flaky_then_gated("flaky", lab),
+                   "retry": {"max_attempts": 2, "backoff_ms": 10}}]})
+    ref = start_workflow(compiled, {}, system=system)
+    lab.channel.expect("attempt", call=1, attempt=1)
+    lab.channel.expect("attempt", call=2, attempt=2)
+    lab.channel.expect("waiting", step="flaky", attempt=2)  # the last attempt this execution had is in flight
+    checkpoint = workflow_checkpoint(ref, system=system)
+    cancel_workflow(ref, "revise_later", system=system)
+    assert wait_workflow(ref, WAIT, system=system) == Cancelled("revise_later", checkpoint)
+
+    resumed = resume_workflow(compiled, checkpoint, system=system)
+    lab.channel.expect("attempt", call=3, attempt=1)  # a count carried over would be attempt 3 and past max_attempts
+    lab.channel.expect("attempt", call=4, attempt=2)
+    lab.channel.expect("waiting", step="flaky", attempt=2)
+    lab.gate("flaky").open()
+    outcome = wait_workflow(resumed, WAIT, system=system)
+    assert isinstance(outcome, Completed) and outcome.state == {"flaky": True}
+    assert lab.counter("flaky").value == 4
+
+
+def test_retry_counts_start_again_at_one_when_a_fork_pauses_a_sibling_mid_retry_and_is_resumed(
+        system: ActorSystemHandle, lab: Lab) -> None:
+    compiled = compile_workflow({
+        "version": 1, "id": "retry-reset-pause-v1", "kind": "graph", "entry": "fork",
+        "nodes": [{"id": "fork", "type": "fork", "branches": ["flaky", "approve"], "join": "join"},
+                  {"id": "flaky", "run": flaky_then_gated("flaky", lab),
+                   "retry": {"max_attempts": 2, "backoff_ms": 10}},
+                  {"id": "approve", "run": gated("approve", lab, Pause("human_approval", "Approve?"))},
+                  {"id": "join", "type": "join"}],
+        "edges": {"join": "end_node"}})
+    ref = start_workflow(compiled, {}, system=system)
+    seen = [lab.channel.next() for _ in range(4)]  # the two branches interleave
+    assert [(m["event"], m["attempt"]) for m in seen if m["step"] == "flaky"] == [
+        ("attempt", 1), ("attempt", 2), ("waiting", 2)]
+    assert [m["event"] for m in seen if m["step"] == "approve"] == ["waiting"]
+    lab.gate("approve").open()  # the pause kills "flaky" in its second attempt
+    paused = wait_workflow(ref, WAIT, system=system)
+    assert isinstance(paused, Paused) and paused.details["node"] == "approve"
+
+    resumed = resume_workflow(compiled, paused.checkpoint, resume_input="approved", system=system)
+    lab.channel.expect("attempt", step="flaky", call=3, attempt=1)
+    lab.channel.expect("attempt", step="flaky", call=4, attempt=2)
+    lab.channel.expect("waiting", step="flaky", attempt=2)
+    lab.gate("flaky").open()
+    outcome = wait_workflow(resumed, WAIT, system=system)
+    assert isinstance(outcome, Completed) and outcome.state == {"flaky": True}
+    assert lab.counter("approve").value == 1  # the paused branch never ran again
 
 
 def test_readme_loop_stops_when_until_holds_at_attempt_two(system: ActorSystemHandle) -> None:
@@ -341,6 +432,72 @@ def test_the_workflow_deadline_fails_promptly_mid_step_and_kills_the_worker(
     assert outcome.checkpoint["state"] == {"quick": True} and outcome.checkpoint["visits"] == {"quick": 1}
     assert_worker_killed(system, stuck["pid"], killed_before)
     assert workflow_status(ref, system=system)["state"] == "failed"
+
+
+@pytest.mark.parametrize("kind", ["parallel", "fork"])
+def test_the_deadline_passing_mid_branch_fails_promptly_kills_the_inflight_worker_and_keeps_the_finished_sibling(
+        system: ActorSystemHandle, lab: Lab, kind: str) -> None:
+    branches = [{"id": "quick", "run": lambda state: Output("quick-output", {"quick": True})},
+                {"id": "stuck", "run": gated("stuck", lab, Ok({"never": True}))}]
+    if kind == "parallel":
+        spec: dict[str, Any] = {"kind": "parallel", "branches": branches}
+    else:
+        spec = {"kind": "graph", "entry": "fork",
+                "nodes": [{"id": "fork", "type": "fork", "branches": ["quick", "stuck"], "join": "join"},
+                          *branches, {"id": "join", "type": "join"}],
+                "edges": {"join": "end_node"}}
+    compiled = compile_workflow({"version": 1, "id": f"deadline-{kind}-v1", **spec})
+    killed_before = killed_workers(system)
+    t0 = time.monotonic()
+    ref = start_workflow(compiled, {}, system=system, timeout_ms=2000)
+    stuck = lab.channel.expect("waiting", step="stuck")
+    # The sibling committed while "stuck" is in flight (each checkpoint ask is a round trip; no sleep).
+    deadline = time.monotonic() + WAIT
+    while "quick" not in workflow_checkpoint(ref, system=system)["cursor"].get("done", {}):
+        assert time.monotonic() < deadline, "the quick branch never committed"
+    outcome = wait_workflow(ref, WAIT, system=system)
+    elapsed = time.monotonic() - t0
+    assert isinstance(outcome, Failed) and outcome.reason == "deadline_exceeded"
+    assert 2.0 <= elapsed < 2.0 + 2.0
+    assert outcome.checkpoint["cursor"]["done"] == {"quick": {"output": "quick-output", "delta": {"quick": True}}}
+    assert outcome.checkpoint["visits"] == {"quick": 1} and outcome.checkpoint["used"]["steps"] == 1
+    assert_worker_killed(system, stuck["pid"], killed_before)
+    assert lab.counter("stuck").value == 1
+
+
+# ---- retention --------------------------------------------------------------------------------------------------
+
+def test_a_finished_coordinator_answers_for_retention_ms_then_exits_and_its_ref_is_not_found(
+        system: ActorSystemHandle) -> None:
+    retention_ms = 1000
+    t0 = time.monotonic()
+    ref = start_workflow(sequential_ok(), {}, system=system, retention_ms=retention_ms)
+    outcome = wait_workflow(ref, WAIT, system=system)
+    assert isinstance(outcome, Completed)
+    answers = 0
+    while True:  # each status ask is a round trip to the coordinator, bounded by the deadline below
+        try:
+            status = workflow_status(ref, system=system)
+            checkpoint = workflow_checkpoint(ref, system=system)
+        except WorkflowError as err:
+            assert err.reason == "not_found"
+            gone = time.monotonic()
+            break
+        assert status["state"] == "completed" and checkpoint == outcome.checkpoint
+        answers += 1
+        assert time.monotonic() < t0 + retention_ms / 1000 + WAIT, "the coordinator never exited"
+    assert answers >= 1
+    assert gone - t0 >= retention_ms / 1000  # it stayed for the whole retention, counted from before its start
+    for ask in (lambda: wait_workflow(ref, WAIT, system=system), lambda: workflow_checkpoint(ref, system=system),
+                lambda: cancel_workflow(ref, system=system)):
+        with pytest.raises(WorkflowError) as gone_err:
+            ask()
+        assert gone_err.value.reason == "not_found"
+
+
+def sequential_ok() -> Any:
+    return compile_workflow({"version": 1, "id": "retention-v1", "kind": "sequential",
+                             "steps": [{"id": "only", "run": lambda state: Ok({"done": True})}]})
 
 
 # ---- cancel and resume ----------------------------------------------------------------------------------------

@@ -50,16 +50,6 @@ T0 = 1_700_000_000_000
 
 
 @pytest.fixture
-def ledger(ledger_url: str) -> Iterator[SqlInvocationLedger]:
-    """A ledger on the parametrized backend (a SQLite file or a PostgreSQL schema of its own)."""
-    led = SqlInvocationLedger(ledger_url)
-    try:
-        yield led
-    finally:
-        led.close()
-
-
-@pytest.fixture
 def channel(tmp_path: Path) -> Iterator[Channel]:
     """The FIFO the ``wf_durable_defs`` actions post to (their input carries ``lab`` = ``tmp_path``)."""
     fifo = Channel(tmp_path / CHANNEL)

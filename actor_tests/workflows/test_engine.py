@@ -19,6 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adk_actors import errors
+from adk_actors.content.canonical import canonical_dumps
 from adk_actors.errors import WorkflowError
 from adk_actors.workflows.engine import (
     Cancelled,
@@ -1210,6 +1212,48 @@ def test_a_second_branch_may_pause_after_the_first_was_resumed() -> None:
     done = resume(compiled, second.checkpoint, "two")
     assert isinstance(done, Completed) and done.output == {"r1": "one", "r2": "two"}
     assert calls == Counter(review=2)
+
+
+# -- failures are bounded structural values --------------------------------------------------------------------------
+
+def _within_bounds(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, str):
+        return len(value) <= errors.MAX_DETAIL_STR + 1
+    if isinstance(value, list | dict):
+        if depth > errors.MAX_DETAIL_DEPTH or len(value) > errors.MAX_DETAIL_ITEMS:
+            return False
+        if isinstance(value, dict):
+            return all(len(k) <= errors.MAX_DETAIL_KEY + 1 and _within_bounds(v, depth + 1) for k, v in value.items())
+        return all(_within_bounds(v, depth + 1) for v in value)
+    return True
+
+
+_wide = st.recursive(st.none() | st.integers() | st.text(max_size=8) | st.text(min_size=4097, max_size=4200),
+                     lambda inner: st.lists(inner, max_size=70) | st.dictionaries(st.text(max_size=300), inner,
+                                                                                  max_size=70),
+                     max_leaves=150)
+
+
+@settings(max_examples=60, deadline=None)
+@given(reason=st.text(max_size=600), details=_wide, nesting=st.integers(0, 12))
+def test_a_failure_fed_to_the_engine_becomes_a_bounded_failed_value_naming_its_node(
+        reason: str, details: Any, nesting: int) -> None:
+    compiled = sequential(lambda state: Ok())
+    for level in range(nesting):  # each nested workflow wraps the failure once more ({"nested": ...})
+        compiled = compile_workflow({"version": 1, "id": f"n{level}", "kind": "graph", "entry": "sub",
+                                     "nodes": [{"id": "sub", "type": "workflow", "workflow": compiled}],
+                                     "edges": {"sub": "end_node"}})
+    engine = Engine(compiled, {})
+    [task] = engine.start()
+    err = WorkflowError("raised", reason=reason or "x")
+    err.details = {"payload": details, "node": "spoofed"}  # replaced after construction: not yet bounded
+    assert engine.on_result(task.id, ActionFailed.from_error(err)) == []
+    outcome = failed(engine.outcome, errors.bounded_reason(reason or "x"))
+    assert len(outcome.reason) <= errors.MAX_REASON_CHARS
+    assert _within_bounds(outcome.details)
+    assert outcome.details["node"] == ("sub" if nesting else "s1")  # the engine's key, not the action's
+    canonical_dumps([outcome.reason, outcome.details])  # storable as it is
+    assert Failed(outcome.reason, outcome.details, outcome.checkpoint) == outcome  # bounding it again: no change
 
 
 @pytest.mark.parametrize("module", ["adk_actors.workflows.engine", "adk_actors.workflows.results"])

@@ -112,6 +112,27 @@ def test_checkpoint_seq_must_be_exactly_last_plus_one(ledger: SqlInvocationLedge
         ledger.checkpoint(lease, {"x": 1}, True)
 
 
+def test_finish_with_the_final_checkpoint_writes_both_in_one_transaction_or_nothing(
+        ledger: SqlInvocationLedger) -> None:
+    lease = _start(ledger)
+    ledger.checkpoint(lease, {"step": 1}, 1)
+    for bad in (1, 3):  # the seq rule of checkpoint(): a stale seq writes neither the checkpoint nor the outcome
+        with pytest.raises(ConcurrencyConflict) as err:
+            ledger.finish(lease, "completed", {"output": "x"}, checkpoint={"step": "final"}, seq=bad)
+        assert (err.value.reason, err.value.details["expected"]) == ("stale_checkpoint", 2)
+    st = ledger.workflow_invocation_status("inv-1")
+    assert (st.state, st.checkpoint, st.checkpoint_seq, st.result, st.owned) == ("running", {"step": 1}, 1, None,
+                                                                                   True)
+    for partial in ({"checkpoint": {"step": "final"}}, {"seq": 2}):
+        with pytest.raises(ValidationError):
+            ledger.finish(lease, "completed", None, **partial)
+    ledger.finish(lease, "completed", {"output": "x"}, checkpoint={"step": "final"}, seq=2)
+    st = ledger.workflow_invocation_status("inv-1")
+    assert (st.state, st.checkpoint, st.checkpoint_seq, st.result) == ("completed", {"step": "final"}, 2,
+                                                                       {"output": "x"})
+    assert (st.owner, st.lease_until, st.owned) == (None, None, False)
+
+
 def test_lease_at_exact_expiry_is_expired_for_every_fenced_write(ledger: SqlInvocationLedger,
                                                                  clock: ManualClock) -> None:
     lease = _start(ledger, lease_ms=1000)

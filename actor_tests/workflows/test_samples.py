@@ -19,8 +19,8 @@ EXPECTED = {
         "sequential: Completed state={'count': 1, 'done': True} completed=True output='ready'",
         "sequential: rejected before it started: invalid_input {'path': '$', 'rule': 'required'}",
         "parallel: state={'left': 1, 'right': 2} output={'left': 'left-output', 'right': 'right-output'}",
-        "parallel: Failed reason=merge_conflict details={'key': 'winner', 'branches': ['left', 'right'], "
-        "'node': '$fork'}",
+        "parallel: Failed reason=merge_conflict details={'node': '$fork', 'key': 'winner', "
+        "'branches': ['left', 'right']}",
         "retry: state={'retried': True} output='recovered' attempts=2",
         "loop: state={'attempt': 2} output=2",
         "transfer: state={'triaged': True, 'resolved': True} output='resolved' transfers=1",

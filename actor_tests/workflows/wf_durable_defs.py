@@ -18,7 +18,7 @@ from typing import Any
 
 from actor_tests.workflows.wf_signals import hold, post
 from adk_actors.testing import CrossProcessCounter
-from adk_actors.workflows import CompiledWorkflow, Ok, Output, Pause, compile_workflow
+from adk_actors.workflows import ActionFailed, CompiledWorkflow, Ok, Output, Pause, compile_workflow
 
 CHANNEL = "signals.fifo"
 """The FIFO (under the lab dir) actions post to."""
@@ -86,6 +86,72 @@ def build_guarded() -> CompiledWorkflow:
         "steps": [{"id": "prepare", "run": prepare}, {"id": "effect", "run": effect},
                   {"id": "finish", "run": finish}],
     })
+
+
+# ---- instant branches: the outcome is reached while the previous checkpoint write may be in flight ----------
+
+def left(state: dict[str, Any]) -> Any:
+    return Output("left-output", {"left": 1})
+
+
+def right(state: dict[str, Any]) -> Any:
+    return Output("right-output", {"right": 2})
+
+
+def refuse(state: dict[str, Any]) -> Any:
+    return ActionFailed("branch_refused", {"branch": "refuse"})
+
+
+def ask(state: dict[str, Any]) -> Any:
+    return Pause("human_approval", "Approve?", {"asked": True})
+
+
+def join_outputs(state: dict[str, Any], context: dict[str, Any]) -> Any:
+    return Output(context["input"], {"joined": True})
+
+
+def build_instant_parallel() -> CompiledWorkflow:
+    """``durable-parallel-v1``: two instant branches."""
+    return compile_workflow({"version": 1, "id": "durable-parallel-v1", "kind": "parallel", "max_concurrency": 2,
+                             "branches": [{"id": "left", "run": left}, {"id": "right", "run": right}]})
+
+
+def build_instant_fork(second: str) -> CompiledWorkflow:
+    """``durable-fork-<second>-v1``: a graph fork of ``left`` and ``second`` (``right``, ``refuse`` or ``ask``)
+    joined by ``join``."""
+    runs = {"right": right, "refuse": refuse, "ask": ask}
+    return compile_workflow({
+        "version": 1, "id": f"durable-fork-{second}-v1", "kind": "graph", "entry": "fork",
+        "nodes": [{"id": "fork", "type": "fork", "branches": ["left", second], "join": "join",
+                   "max_concurrency": 2},
+                  {"id": "left", "run": left}, {"id": second, "run": runs[second]},
+                  {"id": "join", "type": "join", "run": join_outputs}],
+        "edges": {"join": "end_node"}})
+
+
+# ---- steps that signal the test: under state["lab"], named by their node ---------------------------------------
+
+def gated_step(state: dict[str, Any], context: dict[str, Any]) -> Any:
+    """Count the call, wait at the gate ``<node>.gate`` (posting ``waiting``), then output the node's name."""
+    lab, node = state["lab"], context["node"]
+    call = counter(lab, node).incr()
+    if not hold(str(Path(lab) / f"{node}.gate"), str(Path(lab) / CHANNEL), step=node, call=call,
+                attempt=context["attempt"]):
+        return ActionFailed("gate_not_opened")
+    return Output(node, {node: True})
+
+
+def counted_step(state: dict[str, Any], context: dict[str, Any]) -> Any:
+    """Count the call and output the node's name at once."""
+    counter(state["lab"], context["node"]).incr()
+    return Output(context["node"], {context["node"]: True})
+
+
+def build_gated(workflow_id: str, *steps: str) -> CompiledWorkflow:
+    """A sequential workflow whose steps are ``gated_step`` (the first) and ``counted_step`` (the rest)."""
+    return compile_workflow({
+        "version": 1, "id": workflow_id, "kind": "sequential", "input_schema": {"type": "object", "required": ["lab"]},
+        "steps": [{"id": step, "run": gated_step if i == 0 else counted_step} for i, step in enumerate(steps)]})
 
 
 # ---- a ledger clock every process reads ------------------------------------------------------------------------

@@ -13,11 +13,17 @@ worker is killed.
 Durable invocations (``DurableArgs``): before the coordinator lets the engine start any new task it commits the
 engine's newest checkpoint to the ledger with its fenced lease (so a committed step is never replayed), renews
 the lease every third of ``lease_ms`` while work is active, and records the outcome with ``finish`` (``paused``
-stays resumable). A lost lease (another owner took over after expiry) stops the coordinator at once:
-``Failed("lease_lost")``, nothing more written.
+stays resumable). Ledger writes go one at a time, in order (a due renewal first, then the newest checkpoint), and
+each sequence number is used once: it advances only when its write landed. The outcome is announced only after
+the final write — ``finish``, carrying the last checkpoint when it is newer than the ledger's, in one
+transaction — landed behind any write still in flight, so ``wait_workflow`` never reports an outcome the ledger
+does not hold. A refused or failed ledger write (``lease_lost`` when another owner took over after expiry, or a
+storage error) stops the coordinator at once with ``Failed(<its reason>, {"operation": ...})``, logged, writing
+nothing more; the invocation stays resumable.
 
-Accepts (calls): ``WaitWorkflow`` (deferred until the outcome), ``WorkflowStatus``, ``WorkflowCheckpoint``,
-``CancelWorkflow``. After the outcome the actor stays for ``retention_ms``, then exits.
+Accepts (calls): ``WaitWorkflow`` (deferred until the outcome is announced), ``WorkflowStatus``,
+``WorkflowCheckpoint``, ``CancelWorkflow``. After the announcement the actor stays for ``retention_ms``, then
+exits.
 """
 
 from __future__ import annotations
@@ -155,8 +161,12 @@ class WorkflowActor(GenServer):
         self.jobs: dict[str, str] = {}
         self.pending: list[Task] = []
         self.committed_seq = -1
+        """The engine ``commit_seq`` of the newest checkpoint the ledger holds."""
         self.ledger_seq = 0
-        self.committing = False
+        """The ledger's checkpoint seq: the next write uses ``ledger_seq + 1``."""
+        self.writing: str | None = None
+        """The ledger write in flight (``checkpoint``, ``renew``, ``finish``), at most one."""
+        self.renew_due = False
         self.lease: Any = None
         self.started_at = time.time()
         self.finished = False
@@ -184,17 +194,19 @@ class WorkflowActor(GenServer):
 
     def terminate(self, reason: str) -> None:
         self._kill_jobs(list(self.jobs))
-        if self.outcome is None and self.engine is not None:
-            args = self.args
-            if args is not None and args.durable is not None and self.lease is not None:
-                # A durable invocation outlives its coordinator: give the lease back (so another coordinator can
-                # take over at once) instead of recording a terminal outcome. The exit path may block briefly.
-                try:
-                    args.durable.ledger.release(self.lease)
-                except AdkError as err:
-                    self.log.warning("lease not released at exit", reason=err.reason)
-                self.lease = None
-            self._conclude(Failed("coordinator_exited", {"why": reason}, self.engine.checkpoint()))
+        if self.finished or self.engine is None:
+            return
+        args = self.args
+        if args is not None and args.durable is not None and self.lease is not None and self.writing != "finish":
+            # A durable invocation outlives its coordinator: give the lease back (so another coordinator can take
+            # over at once) instead of recording a terminal outcome. The exit path may block briefly.
+            try:
+                args.durable.ledger.release(self.lease)
+            except AdkError as err:
+                self.log.warning("lease not released at exit", reason=err.reason)
+        self.lease = None
+        self.outcome = Failed("coordinator_exited", {"why": reason}, self.engine.checkpoint())
+        self._announce()
 
     def status(self) -> dict[str, Any]:
         return {"kind": "workflow", **self._status()}
@@ -204,7 +216,7 @@ class WorkflowActor(GenServer):
         engine = self.engine
         assert engine is not None
         if isinstance(request, WaitWorkflow):
-            if self.outcome is not None and self.finished:
+            if self.finished:
                 return self.outcome
             self.waiters.append(ctx)
             return DEFERRED
@@ -221,7 +233,8 @@ class WorkflowActor(GenServer):
 
     def _status(self) -> dict[str, Any]:
         assert self.args is not None and self.engine is not None
-        state = "running" if self.outcome is None else type(self.outcome).__name__.lower()
+        # "running" until the outcome is announced (for a durable invocation: recorded by the ledger).
+        state = type(self.outcome).__name__.lower() if self.finished else "running"
         return {"workflow_ref": self.args.workflow_ref, "workflow_id": self.args.compiled.id,
                 "events": self._events(),
                 "version": self.args.compiled.version, "kind": self.args.compiled.kind, "state": state,
@@ -261,7 +274,8 @@ class WorkflowActor(GenServer):
             if task is not None and self.outcome is None:
                 self._attempt(task)
         elif isinstance(message, _Renew):
-            self._renew()
+            self.renew_due = True
+            self._ledger_next()
         elif isinstance(message, _Retire):
             self.stop("normal")
         else:
@@ -279,7 +293,7 @@ class WorkflowActor(GenServer):
             self._conclude(engine.outcome)
             return
         if self.args is not None and self.args.durable is not None and engine.commit_seq != self.committed_seq:
-            self._commit()
+            self._ledger_next()  # the pending tasks start once this checkpoint landed
             return
         self._launch_pending()
 
@@ -340,6 +354,11 @@ class WorkflowActor(GenServer):
         self.jobs.pop(task.id, None)
         if self.outcome is not None or task.id not in engine.in_flight:
             return
+        if time.monotonic() >= self.deadline:
+            # The workflow's one deadline has passed: an attempt bounded by it answers job_timeout (or an agent
+            # call AskTimeout) at that same moment, and whichever arrives first, the deadline is the reason.
+            self._conclude(Failed("deadline_exceeded", {}, engine.checkpoint()))
+            return
         result: Any
         if error is None:
             try:
@@ -371,52 +390,99 @@ class WorkflowActor(GenServer):
                 self.send_to("workers", CancelJob(call_id=job))
 
     # ---- durability --------------------------------------------------------------------------------------
-    def _commit(self) -> None:
-        engine = self.engine
-        assert engine is not None and self.args is not None and self.args.durable is not None
-        if self.committing:
+    def _ledger_next(self) -> None:
+        """Start the next ledger write unless one is in flight: the final write once the outcome is decided,
+        else a due renewal, else the engine's newest checkpoint."""
+        args, engine = self.args, self.engine
+        if (args is None or args.durable is None or engine is None or self.lease is None or self.finished
+                or self.writing is not None):
             return
-        self.committing = True
-        engine_seq, ledger_seq = engine.commit_seq, self.ledger_seq + 1
-        durable = self.args.durable
+        if self.outcome is not None:
+            self._write_finish(args.durable, engine, self.outcome)
+        elif self.renew_due:
+            self._write_renew(args.durable)
+        elif engine.commit_seq != self.committed_seq:
+            self._write_checkpoint(args.durable, engine)
+
+    def _ledger_settled(self) -> None:
+        """A write landed: let the engine go on (launch what waited for this checkpoint), then write the next."""
+        if self.outcome is None:
+            self._after([])
+        self._ledger_next()
+
+    def _write_checkpoint(self, durable: DurableArgs, engine: Engine) -> None:
+        engine_seq, seq = engine.commit_seq, self.ledger_seq + 1
 
         def written(_value: Any, error: AdkError | None) -> None:
-            self.committing = False
+            self.writing = None
             if error is not None:
-                self._lost(error)
+                self._ledger_failed("checkpoint", error)
                 return
-            self.committed_seq, self.ledger_seq = engine_seq, ledger_seq
-            if self.outcome is None:
-                self._after([])
+            self.committed_seq, self.ledger_seq = engine_seq, seq
+            self._ledger_settled()
 
-        self.io_call(_checkpoint, (durable.ledger, self.lease, engine.checkpoint(), ledger_seq),
-                     time.monotonic() + 30.0, written)
+        self.writing = "checkpoint"
+        self.io_call(_checkpoint, (durable.ledger, self.lease, engine.checkpoint(), seq), time.monotonic() + 30.0,
+                     written)
 
-    def _renew(self) -> None:
-        args = self.args
-        if args is None or args.durable is None or self.outcome is not None:
-            return
-        durable = args.durable
+    def _write_renew(self, durable: DurableArgs) -> None:
+        self.renew_due = False
 
         def renewed(lease: Any, error: AdkError | None) -> None:
+            self.writing = None
             if error is not None:
-                self._lost(error)
+                self._ledger_failed("renew", error)
                 return
             self.lease = lease
             if self.outcome is None:
                 self.start_timer(durable.lease_ms / 3000.0, _Renew())
+            self._ledger_settled()
 
-        self.io_call(_renew_lease, (durable.ledger, self.lease, durable.lease_ms), time.monotonic() + 30.0, renewed)
+        self.writing = "renew"
+        self.io_call(_renew_lease, (durable.ledger, self.lease, durable.lease_ms), time.monotonic() + 30.0,
+                     renewed)
 
-    def _lost(self, error: AdkError) -> None:
-        """The ledger refused a fenced write: another owner holds the invocation now; stop without writing."""
+    def _write_finish(self, durable: DurableArgs, engine: Engine, outcome: Outcome) -> None:
+        state = type(outcome).__name__.lower()
+        fresh = engine.commit_seq != self.committed_seq
+        seq = self.ledger_seq + 1 if fresh else None
+
+        def finished(_value: Any, error: AdkError | None) -> None:
+            self.writing = None
+            if error is not None:
+                self._ledger_failed("finish", error)
+                return
+            self.lease = None
+            if seq is not None:
+                self.ledger_seq = seq
+            self._announce()
+
+        self.writing = "finish"
+        self.io_call(_finish, (durable.ledger, self.lease, state, _ledger_result(outcome),
+                               outcome.checkpoint if fresh else None, seq), time.monotonic() + 30.0, finished)
+
+    def _ledger_failed(self, operation: str, error: AdkError) -> None:
+        """The ledger refused or failed a write: another owner may hold the invocation now, or the database is
+        gone. Stop without writing anything more; the outcome says so (the invocation stays resumable)."""
         engine = self.engine
-        assert engine is not None
-        if self.outcome is not None:
+        assert engine is not None and self.args is not None and self.args.durable is not None
+        if self.finished:
             return
         self.lease = None
-        self._conclude(Failed("lease_lost" if error.reason == "lease_lost" else error.reason, {},
-                              engine.checkpoint()))
+        decided = self.outcome
+        details: dict[str, Any] = {"operation": operation}
+        if decided is not None:
+            details["outcome"] = type(decided).__name__.lower()
+        if isinstance(error.details.get("why"), str):
+            details["why"] = error.details["why"]
+        self.log.warning("ledger write failed; the coordinator stops", operation=operation, reason=error.reason,
+                         invocation_id=self.args.durable.invocation_id, outcome=details.get("outcome"))
+        failed = Failed(error.reason, details, decided.checkpoint if decided is not None else engine.checkpoint())
+        if decided is None:
+            self._conclude(failed)
+        else:
+            self.outcome = failed
+            self._announce()
 
     def _conclude(self, outcome: Outcome) -> None:
         if self.outcome is not None:
@@ -425,12 +491,7 @@ class WorkflowActor(GenServer):
         self._kill_jobs(list(self.jobs))
         args = self.args
         if args is not None and args.durable is not None and self.lease is not None:
-            state = type(outcome).__name__.lower()
-            result = _ledger_result(outcome)
-            fresh = self.engine is not None and self.engine.commit_seq != self.committed_seq
-            self.io_call(_finish, (args.durable.ledger, self.lease, state, result,
-                                   outcome.checkpoint if fresh else None, self.ledger_seq + 1),
-                         time.monotonic() + 30.0, lambda _v, _e: self._announce())
+            self._ledger_next()  # the final write, after any write in flight landed
             return
         self._announce()
 
@@ -463,7 +524,5 @@ def _renew_lease(token: Any, ledger: Any, lease: Any, lease_ms: int) -> Any:
     return ledger.renew(lease, lease_ms)
 
 
-def _finish(token: Any, ledger: Any, lease: Any, state: str, result: Any, checkpoint: Any, seq: int) -> None:
-    if checkpoint is not None:
-        ledger.checkpoint(lease, checkpoint, seq)
-    ledger.finish(lease, state, result)
+def _finish(token: Any, ledger: Any, lease: Any, state: str, result: Any, checkpoint: Any, seq: int | None) -> None:
+    ledger.finish(lease, state, result, checkpoint=checkpoint, seq=seq)

@@ -32,7 +32,14 @@ from typing import Any, Final, Literal, TypeAlias
 
 from adk_actors.content.canonical import canonical_dumps
 from adk_actors.content.json_values import copy_json
-from adk_actors.errors import SchemaError, ValidationError, WorkflowError
+from adk_actors.errors import (
+    MAX_REASON_CHARS,
+    SchemaError,
+    ValidationError,
+    WorkflowError,
+    bounded_reason,
+    json_safe,
+)
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.workflows.results import (
     ActionFailed,
@@ -64,7 +71,7 @@ __all__ = [
 
 CHECKPOINT_FORMAT: Final = 1
 """The ``format`` field of checkpoints this engine writes and reads."""
-MAX_CANCEL_REASON_CHARS: Final = 256
+MAX_CANCEL_REASON_CHARS: Final = MAX_REASON_CHARS
 
 TaskKind = Literal["action", "route", "until", "select", "done", "decision", "prompt", "args", "agent", "tool"]
 
@@ -146,11 +153,19 @@ class Cancelled:
 
 @dataclass(frozen=True, slots=True)
 class Failed:
-    """The workflow failed; ``checkpoint`` is the last commit (resuming from it retries from there)."""
+    """The workflow failed; ``checkpoint`` is the last commit (resuming from it retries from there).
+
+    ``reason`` and ``details`` are bounded on construction (``adk_actors.errors.bounded_reason`` and
+    ``json_safe``), so a failure is the same small structural value in ``wait_workflow``, status and the ledger.
+    """
 
     reason: str
     details: dict[str, Any]
     checkpoint: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", bounded_reason(self.reason))
+        object.__setattr__(self, "details", json_safe(dict(self.details)))
 
 
 Outcome: TypeAlias = Completed | Paused | Cancelled | Failed
@@ -220,6 +235,13 @@ class _Unit:
     child_events: int = 0
     counted: bool = False
     """Whether the unit reserved a step (every action; not a join without ``run`` nor a decision)."""
+
+
+def _with(details: Mapping[str, Any], **keys: Any) -> dict[str, Any]:
+    """The engine's structural ``keys`` first, then the rest of ``details``: the keys win over the action's own,
+    and survive the bounds ``json_safe`` applies to a failure (it keeps the first entries while its size budget
+    lasts)."""
+    return {**keys, **{k: v for k, v in details.items() if k not in keys}}
 
 
 def _need(condition: bool, what: str) -> None:
@@ -626,7 +648,7 @@ class Engine:
         try:
             merged = merge_deltas([(b, cursor["done"][b]["delta"]) for b in fork.branches], fork.merge)
         except WorkflowError as exc:
-            self._fail(exc.reason, {**exc.details, "node": fork.id})
+            self._fail(exc.reason, _with(exc.details, node=fork.id))
             return False
         self._state.update(merged)
         self._cursor = {"at": "node", "node": fork.join,
@@ -756,7 +778,7 @@ class Engine:
             child = Engine(compiled, unit.snapshot, checkpoint=nested, resume_input=resume,
                            invocation_id=self._invocation_id)
         except WorkflowError as exc:
-            self._done(unit, ActionFailed(exc.reason, {**exc.details, "workflow": compiled.id}))
+            self._done(unit, ActionFailed(exc.reason, _with(exc.details, workflow=compiled.id)))
             return
         unit.child, unit.child_seq = child, child.commit_seq
         self._child_progress(unit, child.start())
@@ -826,7 +848,7 @@ class Engine:
         elif unit.role == "body":
             self._body_done(unit, result)
         elif isinstance(result, ActionFailed):  # a routing decision failed
-            self._fail(result.reason, {**result.details, "node": unit.node.id})
+            self._fail(result.reason, _with(result.details, node=unit.node.id))
         else:
             self._fail("invalid_action_result", {"node": unit.node.id, "type": type(result).__name__})
 
@@ -835,7 +857,7 @@ class Engine:
         kind = self._compiled.kind
         node = unit.node.id
         if isinstance(result, ActionFailed):
-            self._fail(result.reason, {**result.details, "node": node})
+            self._fail(result.reason, _with(result.details, node=node))
         elif isinstance(result, Pause) and not ((kind == "sequential" and unit.role == "main")
                                                 or (kind == "graph" and unit.role in ("main", "branch"))):
             self._fail("unresumable_pause", {"node": node})

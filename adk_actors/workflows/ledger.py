@@ -327,39 +327,47 @@ class SqlInvocationLedger(SqlStore):
             ValidationError: a non-JSON-safe checkpoint or a non-integer seq.
             StorageError: the database failed.
         """
-        if isinstance(seq, bool) or not isinstance(seq, int):
-            raise ValidationError("seq must be an integer", reason="invalid_value",
-                                  details={"field": "seq", "type": type(seq).__name__})
+        _check_seq(seq)
         payload = self._dumps(checkpoint, "checkpoint")
 
         def body(conn: Connection) -> None:
             row, now = self._fenced(conn, lease, "checkpoint")
-            if seq != row.checkpoint_seq + 1:
-                raise ConcurrencyConflict("checkpoint seq is not the next one", reason="stale_checkpoint",
-                                          details={"invocation_id": lease.invocation_id, "seq": seq,
-                                                   "expected": row.checkpoint_seq + 1})
+            _next_seq(row, lease, seq)
             self._update(conn, lease, now, checkpoint=payload, checkpoint_seq=seq)
 
         self._write(body)
 
-    def finish(self, lease: Lease, state: str, result: Any = None) -> None:
+    def finish(self, lease: Lease, state: str, result: Any = None, *, checkpoint: Any = None,
+               seq: int | None = None) -> None:
         """Record the outcome (``paused``, ``completed``, ``failed`` or ``cancelled``) and release the lease.
 
-        A ``paused`` invocation stays resumable; the other three are terminal.
+        A ``paused`` invocation stays resumable; the other three are terminal. With ``checkpoint`` and its ``seq``
+        (exactly the last seq + 1, as for :meth:`checkpoint`) the final checkpoint is committed in the same
+        transaction, so an outcome is never recorded without the checkpoint it ended on, nor the other way round.
 
         Raises:
-            ConcurrencyConflict: reason ``lease_lost``; nothing written.
-            ValidationError: an unknown state or a non-JSON-safe result.
+            ConcurrencyConflict: reason ``lease_lost`` (checked first) or ``stale_checkpoint``; nothing written.
+            ValidationError: an unknown state, a non-JSON-safe result or checkpoint, or only one of ``checkpoint``
+                and ``seq``.
             StorageError: the database failed.
         """
         if state not in FINISH_STATES:
             raise ValidationError("finish state must be paused, completed, failed or cancelled",
                                   reason="invalid_value", details={"field": "state"})
+        if (checkpoint is None) != (seq is None):
+            raise ValidationError("a final checkpoint needs its seq, and a seq its checkpoint",
+                                  reason="invalid_value", details={"field": "seq" if seq is None else "checkpoint"})
+        if seq is not None:
+            _check_seq(seq)
         payload = None if result is None else self._dumps(result, "result")
+        final = {} if checkpoint is None else {"checkpoint": self._dumps(checkpoint, "checkpoint"),
+                                               "checkpoint_seq": seq}
 
         def body(conn: Connection) -> None:
-            _row, now = self._fenced(conn, lease, "finish")
-            self._update(conn, lease, now, state=state, result=payload, owner=None, lease_until=None)
+            row, now = self._fenced(conn, lease, "finish")
+            if seq is not None:
+                _next_seq(row, lease, seq)
+            self._update(conn, lease, now, state=state, result=payload, owner=None, lease_until=None, **final)
 
         self._write(body)
 
@@ -544,6 +552,19 @@ class SqlInvocationLedger(SqlStore):
         return pg_insert(invocations_table) if conn.dialect.name == "postgresql" else sqlite_insert(invocations_table)
 
     # -- engine ----------------------------------------------------------------------------------------------
+
+
+def _check_seq(seq: Any) -> None:
+    if isinstance(seq, bool) or not isinstance(seq, int):
+        raise ValidationError("seq must be an integer", reason="invalid_value",
+                              details={"field": "seq", "type": type(seq).__name__})
+
+
+def _next_seq(row: Any, lease: Lease, seq: int) -> None:
+    if seq != row.checkpoint_seq + 1:
+        raise ConcurrencyConflict("checkpoint seq is not the next one", reason="stale_checkpoint",
+                                  details={"invocation_id": lease.invocation_id, "seq": seq,
+                                           "expected": row.checkpoint_seq + 1})
 
 
 def _not_found(invocation_id: str) -> WorkflowError:

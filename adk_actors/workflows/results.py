@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
 from adk_actors.content.json_values import copy_json
-from adk_actors.errors import AdkError, ValidationError, WorkflowError, json_safe
+from adk_actors.errors import MAX_REASON_CHARS as _MAX_REASON_CHARS
+from adk_actors.errors import AdkError, ValidationError, WorkflowError, bounded_reason, json_safe
 from adk_actors.runtime.callables import CallableRef
 
 __all__ = [
@@ -63,8 +64,8 @@ __all__ = [
 
 MAX_VALUE_BYTES: Final = 16 * 1024 * 1024
 """Bound on one delta or value in canonical JSON bytes (a checkpoint holds the whole state)."""
-MAX_REASON_CHARS: Final = 256
-"""Bound on a pause or failure reason tag."""
+MAX_REASON_CHARS: Final = _MAX_REASON_CHARS
+"""Bound on a pause or failure reason tag (``adk_actors.errors.MAX_REASON_CHARS``)."""
 MAX_SUMMARY_CHARS: Final = 4096
 """Bound on a pause summary."""
 ACTION_KINDS: Final = frozenset({"action", "decision"})
@@ -189,9 +190,10 @@ class ActionFailed:
     @classmethod
     def from_error(cls, error: BaseException) -> ActionFailed:
         """The failure of an attempt that raised: an ``AdkError`` keeps its reason and details; any other
-        exception becomes ``function_failed`` with its type name (never its text)."""
+        exception becomes ``function_failed`` with its type name (never its text). Both are bounded again
+        (``bounded_reason``, ``json_safe``): an error rebuilt from a pickle is not re-validated."""
         if isinstance(error, AdkError):
-            return cls(error.reason, dict(error.details))
+            return cls(bounded_reason(error.reason), json_safe(dict(error.details)))
         return cls("function_failed", {"exception_type": type(error).__name__})
 
 
@@ -334,6 +336,7 @@ def run_callable(fn: CallableRef, arity: int, kind: str, state: dict[str, Any],
         except _Invalid as exc:
             result = exc.failure
     if isinstance(result, ActionFailed):
-        raise WorkflowError("the workflow action failed", reason=result.reason,
-                            details={**result.details, "callable": fn.label})
+        # The structural key first: it wins over the action's own and survives json_safe's bounds.
+        details = {"callable": fn.label, **{k: v for k, v in result.details.items() if k != "callable"}}
+        raise WorkflowError("the workflow action failed", reason=result.reason, details=details)
     return result.to_dict()

@@ -84,8 +84,9 @@ PARALLEL_JOIN: Final = "$join"
 LOOP_NODE: Final = "$loop"
 
 # Declared ids: no control characters, no "#", ">" or "/" (the engine builds task ids from them), no leading "$".
-_ID = re.compile(rf"^[^\x00-\x1f\x7f#>/$][^\x00-\x1f\x7f#>/]{{0,{MAX_ID_CHARS - 1}}}$")
-_WORKFLOW_ID = re.compile(rf"^[^\x00-\x1f\x7f]{{1,{MAX_WORKFLOW_ID_CHARS}}}$")
+# \Z, not $: "$" also matches before a trailing newline, which would let "id\n" through.
+_ID = re.compile(rf"^[^\x00-\x1f\x7f#>/$][^\x00-\x1f\x7f#>/]{{0,{MAX_ID_CHARS - 1}}}\Z")
+_WORKFLOW_ID = re.compile(rf"^[^\x00-\x1f\x7f]{{1,{MAX_WORKFLOW_ID_CHARS}}}\Z")
 
 _COMMON: Final = frozenset({"version", "id", "kind", "max_steps", "max_transfers", "max_concurrency", "timeout",
                             "retention_ms", "input_schema", "output_schema"})
