@@ -260,9 +260,11 @@ def _variants(c: int) -> list[tuple[str, dict[str, Any]]]:
     from adk_actors.settings import Settings
 
     d = Settings()
+    # host_io_threads bounds the provider calls in flight on one host, and a Runner's stable runs all live on
+    # its agent's host: it is a concurrency limit like the others.
     raised = {"max_concurrent_invocations": max(c, d.max_concurrent_invocations),
               "global_limit": max(c, d.global_limit), "default_agent_limit": max(c, d.default_agent_limit),
-              "max_queue": max(c, d.max_queue)}
+              "max_queue": max(c, d.max_queue), "host_io_threads": max(c, d.host_io_threads)}
     if all(raised[k] == getattr(d, k) for k in raised):
         return [("default limits (already ≥ C)", {})]
     return [("limits raised to C", raised), ("default limits", {})]
