@@ -171,8 +171,8 @@ def test_redacted_prunes_secret_keys_but_stored_event_stays_exact() -> None:
 def test_error_info_from_exception_is_structural() -> None:
     info = ErrorInfo.from_exception(ToolError("secret text xyz", reason="tool_failed", details={"token": "abcdefg"}))
     assert info == ErrorInfo(reason="tool_failed", type="ToolError", details={"token": "[REDACTED]"})
-    odd = ErrorInfo.from_exception(ToolError("x", reason="bad\x00reason"))
-    assert odd == ErrorInfo(reason="error", type="ToolError")
+    odd = ErrorInfo.from_exception(ToolError("x", reason="bad\x00reason"))  # AdkError bounds its reason: no NUL
+    assert odd == ErrorInfo(reason="bad\ufffdreason", type="ToolError")
     plain = ErrorInfo.from_exception(RuntimeError("secret text xyz"))
     assert plain.to_dict() == {"reason": "internal_error", "type": "RuntimeError", "details": {}}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 import socket
 import struct
@@ -274,3 +275,37 @@ def test_fast_liveness_sees_an_exit_a_zombie_and_never_a_reused_pid() -> None:
         os.waitpid(pid, 0)
     assert not pid_alive_fast(pid)
     assert pid_alive_fast(os.getpid())
+
+
+def test_a_kept_connection_to_a_dead_actor_reaches_the_new_actor_at_its_address() -> None:
+    """A port (and so a lane name) freed by a dead actor can be taken by a new one: the first send on the stale
+    connection fails before anything left, so the frame goes once to the new listener."""
+    system_port = 7
+    owner = LaneServer(system_port, _Addr(os.getpid() + 41000))
+    target = _Addr(os.getpid() + 42000)
+    first = LaneServer(system_port, target)
+    try:
+        assert owner.client.send(target, "me", "one")
+        assert _poll_until(first) == [("me", "one")]
+        first.close()
+        second = LaneServer(system_port, target)
+        try:
+            assert owner.client.send(target, "me", "two")
+            assert _poll_until(second) == [("me", "two")]
+        finally:
+            second.close()
+        assert not owner.client.send(target, "me", "three")  # nobody listens now: the caller uses Thespian
+    finally:
+        owner.close()
+
+
+def _poll_until(server: LaneServer) -> list[tuple[object, object]]:
+    """Wait on the server's epoll fd until a message arrived (accepting the connection takes a pass of its own)."""
+    poller = select.poll()
+    poller.register(server.fileno(), select.POLLIN)
+    for _ in range(10):
+        assert poller.poll(5000)
+        got = server.poll()
+        if got:
+            return got
+    return []

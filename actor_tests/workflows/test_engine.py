@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adk_actors import errors
@@ -1234,7 +1234,7 @@ _wide = st.recursive(st.none() | st.integers() | st.text(max_size=8) | st.text(m
                      max_leaves=150)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])
 @given(reason=st.text(max_size=600), details=_wide, nesting=st.integers(0, 12))
 def test_a_failure_fed_to_the_engine_becomes_a_bounded_failed_value_naming_its_node(
         reason: str, details: Any, nesting: int) -> None:

@@ -327,10 +327,20 @@ class LaneClient:
             self._forget(key, peer)
             self.none[key] = None
             return False
+        fresh_start = not peer.out
         peer.out += frame
         if not self._flush(peer):
-            # The peer is gone: its later messages go through Thespian (and its dead-letter handling).
             self._forget(key, peer)
+            # A kept connection to an actor that has died since: nothing of this frame left when it had nothing
+            # queued before it, so it may go once more to whoever listens at that address now (a new actor that
+            # got the port). Otherwise the target is gone and Thespian takes it (and its dead-letter handling).
+            retry = self._connect(key) if fresh_start else None
+            if retry is not None:
+                retry.out += frame
+                if self._flush(retry):
+                    self.frames_out += 1
+                    return True
+                self._forget(key, retry)
             self.none[key] = None
             return False
         self.frames_out += 1

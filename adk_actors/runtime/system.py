@@ -263,9 +263,10 @@ class ActorSystemHandle:
         if wrap is not None:
             message = wrap(message)
         if endpoint is None and self._lanes_on:
-            lane = self._lane(address)
-            if lane is not None:
-                return self._lane_ask(lane, message, call_id, request, deadline)
+            key = address_key(address)
+            lane = self._lane(key) if key is not None else None
+            if lane is not None and key is not None:
+                return self._lane_ask(lane, key, message, call_id, request, deadline)
         context, fresh = (endpoint, False) if endpoint is not None else self._context()
         failed = True
         try:
@@ -302,17 +303,19 @@ class ActorSystemHandle:
             elif failed and endpoint is None:
                 self._discard_context()  # after a timeout or a transport error, start the next ask clean
 
-    def _lane(self, address: Any) -> LaneConn | None:
-        """This thread's lane to ``address``, connected on first use; ``None`` when the target has none."""
-        key = address_key(address)
-        if key is None or key in self._no_lane:
+    def _lane(self, key: tuple[str, int], fresh: bool = False) -> LaneConn | None:
+        """This thread's lane to the actor at ``key``, connected on first use (or anew with ``fresh``);
+        ``None`` when the target has none."""
+        if key in self._no_lane:
             return None
         lanes: dict[tuple[str, int], LaneConn] | None = getattr(self._local, "lanes", None)
         if lanes is None:
             lanes = self._local.lanes = {}
         conn = lanes.get(key)
-        if conn is not None and not conn.closed:
+        if conn is not None and not conn.closed and not fresh:
             return conn
+        if conn is not None:
+            conn.close()
         try:
             conn = LaneConn(self.port, key)
         except OSError:
@@ -324,13 +327,23 @@ class ActorSystemHandle:
             self._lane_conns.add(conn)
         return conn
 
-    def _lane_ask(self, lane: LaneConn, message: Any, call_id: str, request: Any, deadline: float) -> Any:
+    def _lane_ask(self, lane: LaneConn, key: tuple[str, int], message: Any, call_id: str, request: Any,
+                  deadline: float) -> Any:
         """One ask over a lane: the reply comes back on the same connection; its end is the target's exit."""
         if deadline - time.monotonic() <= 0:
             raise AskTimeout("deadline passed before the ask", details={"request": type(request).__name__})
         ok = False
         try:
-            lane.send(message)
+            try:
+                lane.send(message)
+            except (BrokenPipeError, ConnectionResetError):
+                # A kept connection whose actor has died since (its port may now belong to a new actor): the
+                # request never left, so it is sent once more on a fresh connection to whoever listens now.
+                fresh = self._lane(key, fresh=True)
+                if fresh is None:
+                    raise
+                lane = fresh
+                lane.send(message)
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
