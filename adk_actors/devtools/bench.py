@@ -62,6 +62,13 @@ TARGETS = {
     "spawn_inner_s": 0.5,
     "spawn_inner_mb": 20.0,
     "provider_overhead_ms": 0.3,
+    # R9 (issue 12): CPU summed over every process of the system and the caller, the emulator excluded
+    "prompt_text_cpu_ms": 2.5,
+    "runner_text_cpu_ms": 4.0,
+    "runner_tool_cpu_ms": 8.0,
+    "c1000_wall_s": 3.0,
+    "c1000_pss_mb": 300.0,
+    "idle_pct_core": 1.0,
 }
 
 

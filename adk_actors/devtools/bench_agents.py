@@ -230,8 +230,14 @@ def bench_agent_turns(ctx: Any) -> dict[str, Any]:
         data[key].pop("per_pid_cpu_s")
     for key in ("bare_text", "bare_tool"):
         data[key].pop("per_pid_cpu_s")
+    from adk_actors.devtools.bench import TARGETS
+
+    target = TARGETS["prompt_text_cpu_ms"]
+    text_cpu = data["text"]["cpu_ms_per_turn"]
     return {"title": "Agent turns via prompt (local emulator, no latency) vs a bare requests floor",
             "params": {"n": n},
+            "targets": [[f"prompt text turn ≤ {target} ms CPU (system + caller)", f"{text_cpu} ms",
+                         text_cpu <= target]],
             "columns": ["path", "model calls", "n", "turns/s", "p50 ms", "p99 ms", "CPU ms/turn (system + caller)",
                         "system CPU ms/turn", "caller CPU ms/turn"],
             "rows": rows,
@@ -375,8 +381,19 @@ def bench_concurrency(ctx: Any) -> dict[str, Any]:
         "system's processes, sampled every 500 ms and once at the end (before = after one warm-up turn).",
         *failures,
     ]
+    from adk_actors.devtools.bench import TARGETS
+
+    targets = []
+    raised = data.get("C1000 limits raised to C")
+    if raised is not None:
+        t_wall, t_pss = TARGETS["c1000_wall_s"], TARGETS["c1000_pss_mb"]
+        targets = [[f"C=1,000 at {LATENCY_MS} ms, limits raised to C: all done ≤ {t_wall} s",
+                    f"{round(raised['wall_s'], 2)} s", raised["wall_s"] <= t_wall and raised["completed_ok"] == 1000],
+                   [f"C=1,000 whole-system peak PSS ≤ {t_pss:g} MB", f"{round(raised['peak_pss_mb'], 1)} MB",
+                    raised["peak_pss_mb"] <= t_pss]]
     return {"title": f"Concurrent new-session turns (stable runs), {LATENCY_MS} ms model latency",
             "params": {"concurrency": list(ctx.sizes.agent_concurrency), "latency_ms": LATENCY_MS},
+            "targets": targets,
             "columns": ["C", "limits", "completed", "failed", "peak admitted", "peak queued", "all started s",
                         "wall s", "× ideal", "turns/s", "CPU ms/turn", "PSS before MB", "peak PSS MB"],
             "rows": rows, "notes": notes, "data": data}
@@ -427,6 +444,11 @@ def bench_idle_agents(ctx: Any) -> dict[str, Any]:
         _spawn(handle, f"BenchIdle_{uuid.uuid4().hex[:6]}", count, 4, config)
         time.sleep(min(0.5, window_s))  # let the spawns' follow-up messages settle
         loaded = _idle_window(handle, window_s)
+    from adk_actors.devtools.bench import TARGETS
+
+    t_idle = TARGETS["idle_pct_core"]
+    idle_targets = [[f"idle node with {count} agents < {t_idle:g} % of a core (schedstat)",
+                     f"{loaded['cpu_percent_schedstat']} %", loaded["cpu_percent_schedstat"] < t_idle]]
     rows = [[agents, m["processes"], m["window_s"], m["cpu_percent"], m["cpu_percent_schedstat"],
              m["busiest_percent"], m["pss_mb"]] for agents, m in ((0, empty), (count, loaded))]
     return {"title": f"Idle node with {count:,} agents", "params": {"agents": count, "window_s": window_s},
@@ -438,6 +460,7 @@ def bench_idle_agents(ctx: Any) -> dict[str, Any]:
                       "of every process of the group (and, as a finer check, the schedstat run time of every "
                       "thread); the caller (sleeping) is not included.",
                       "Compare 'idle' (the same measurement with bare Probe inner actors on the harness's system)."],
+            "targets": idle_targets,
             "data": {"agents": count, "empty": empty, "loaded": loaded}}
 
 

@@ -128,7 +128,14 @@ def bench_runner(ctx: Any) -> dict[str, Any]:
             m = _measure(ctx, handle, fn, n, threads)
             rows.append([label, threads, n, m["runs_per_s"], m["p50_ms"], m["p99_ms"], m["cpu_ms_per_run"]])
             data[f"{label} x{threads}"] = m
-    return {"title": "Runner and stable runs (local emulator, no latency)", "params": {"n": n},
+    from adk_actors.devtools.bench import TARGETS
+
+    t_text, t_tool = TARGETS["runner_text_cpu_ms"], TARGETS["runner_tool_cpu_ms"]
+    text_cpu = data["Runner.run, text turn x1"]["cpu_ms_per_run"]
+    tool_cpu = data["Runner.run, tool turn (inline tool) x1"]["cpu_ms_per_run"]
+    targets = [[f"Runner.run text turn ≤ {t_text:g} ms CPU (in-memory sessions)", f"{text_cpu} ms", text_cpu <= t_text],
+               [f"Runner.run tool turn (inline tool) ≤ {t_tool:g} ms CPU", f"{tool_cpu} ms", tool_cpu <= t_tool]]
+    return {"title": "Runner and stable runs (local emulator, no latency)", "params": {"n": n}, "targets": targets,
             "columns": ["path", "caller threads", "n", "runs/s", "p50 ms", "p99 ms", "CPU ms/run (system + caller)"],
             "rows": rows,
             "notes": ["Each run is a fresh session of the node's in-memory session store: user event + final event "
