@@ -96,11 +96,16 @@ class PlainProvider:
 def read_json_line(fd: int, timeout: float = 30.0) -> dict[str, Any]:
     """One JSON line from a non-blocking FIFO reader (a callback in a worker writes it); fails after ``timeout``."""
     import select
+    import time
 
     data = b""
+    deadline = time.monotonic() + timeout
     while not data.endswith(b"\n"):
-        ready, _, _ = select.select([fd], [], [], timeout)
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
         assert ready, "nothing was written to the FIFO"
-        data += os.read(fd, 65536)
+        try:
+            data += os.read(fd, 65536)
+        except BlockingIOError:  # readiness without data (a writer opened or closed): wait again
+            continue
     line: dict[str, Any] = json.loads(data)
     return line

@@ -118,6 +118,7 @@ def test_with_infinite_bounds_failed_turns_run_the_error_hook_and_the_worker_poo
     fifo = tmp_path / "errors.fifo"
     os.mkfifo(fifo)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    keep_open = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # no end-of-file between the hooks' writes
     pool, hosts = _child(endless_system, "workers"), _host_restarts(endless_system)
     try:
         emu.set_script({"rules": [{"when": {}, "respond": {"fault": {"status": 500}}}]})
@@ -130,6 +131,7 @@ def test_with_infinite_bounds_failed_turns_run_the_error_hook_and_the_worker_poo
             line = read_json_line(reader)
             assert line["error"]["reason"] == info.value.reason == "internal"
     finally:
+        os.close(keep_open)
         os.close(reader)
     after = _child(endless_system, "workers")
     assert (after["pid"], after["restarts"]) == (pool["pid"], pool["restarts"])

@@ -997,7 +997,9 @@ _results = st.one_of(
     st.builds(Ok, _deltas), st.builds(Output, _json, _deltas), st.builds(Stop, _json, _deltas),
     st.builds(Complete, _json, _deltas), st.builds(Route, _names, _deltas),
     st.builds(Transfer, _names, _json, _deltas), st.builds(Pause, _names, st.text(_text, max_size=30), _deltas),
-    st.builds(ActionFailed, _names, st.dictionaries(_keys, st.integers() | st.text(_text, max_size=5), max_size=3)))
+    # details are bounded JSON (AdkError / json_safe): integers within 64 bits survive, larger ones become "<int>"
+    st.builds(ActionFailed, _names,
+              st.dictionaries(_keys, st.integers(-(2**63), 2**63 - 1) | st.text(_text, max_size=5), max_size=3)))
 
 
 @settings(max_examples=300, deadline=None)
