@@ -68,3 +68,26 @@ def wait_status(system: ActorSystemHandle, target: Any, predicate: Any, timeout:
             return dict(status)
         if time.monotonic() > deadline:
             raise AssertionError(f"status condition not met within {timeout}s: {status}")
+
+
+def mismatched_replies(system: ActorSystemHandle, target: Any, threads: int = 8, per_thread: int = 50) -> list[str]:
+    """Ask ``target`` to echo a distinct token ``per_thread`` times from each of ``threads`` threads; the replies
+    that came back for another ask (empty when every reply matched its request)."""
+    import threading
+
+    from adk_actors.testing.actors import Echo
+
+    errors: list[str] = []
+
+    def worker(t: int) -> None:
+        for i in range(per_thread):
+            got = system.ask(target, Echo(value=[t, i]), timeout=30)
+            if got != [t, i]:
+                errors.append(f"{[t, i]} -> {got}")
+
+    pool = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    return errors

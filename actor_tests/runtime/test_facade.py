@@ -13,7 +13,7 @@ from adk_actors.runtime.supervisor import ChildSpec
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.testing.actors import Block, Echo, Incr, ReplyLater
 
-from .helpers import PROBE, start_child, unique
+from .helpers import PROBE, mismatched_replies, start_child, unique
 
 
 def test_32_threads_x_100_asks_with_zero_misrouted_timed_out_or_dropped_replies(system: ActorSystemHandle) -> None:
@@ -103,19 +103,5 @@ def test_both_endpoint_modes_keep_replies_matched_and_drop_late_ones(make_system
     with pytest.raises(AskTimeout):
         handle.ask(name, ReplyLater(seconds=0.2, value="late"), timeout=0.05)
     assert handle.ask(name, ReplyLater(seconds=0.3, value="on-time"), timeout=5) == "on-time"
-    errors: list[str] = []
-
-    def worker(t: int) -> None:
-        for i in range(50):
-            token = (t, i)
-            got = handle.ask(name, Echo(value=token), timeout=30)
-            if got != token:
-                errors.append(f"{token} -> {got}")
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert errors == []
+    assert mismatched_replies(handle, name) == []
     assert (len(handle._endpoints) >= 1) == (mode == "per_thread")  # only per_thread keeps endpoints

@@ -23,7 +23,7 @@ from adk_actors.runtime.supervisor import ChildSpec
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.testing.actors import Block, Burst, Echo, GetNotes, GetPid, Relay, ReplyLater, SendUnpicklable
 
-from .helpers import PROBE, start_child, unique, wait_exit, wait_status
+from .helpers import PROBE, mismatched_replies, start_child, unique, wait_exit, wait_status
 
 
 def _lane(system: ActorSystemHandle, target: str) -> dict[str, int]:
@@ -64,21 +64,8 @@ def test_lane_replies_stay_matched_across_threads_and_a_late_reply_never_reaches
     with pytest.raises(AskTimeout):
         system.ask(name, ReplyLater(seconds=0.3, value="late"), timeout=0.05)
     assert system.ask(name, ReplyLater(seconds=0.05, value="on-time"), timeout=5) == "on-time"
-    errors: list[str] = []
     before = _lane(system, name)["frames_in"]
-
-    def worker(t: int) -> None:
-        for i in range(100):
-            got = system.ask(name, Echo(value=[t, i]), timeout=30)
-            if got != [t, i]:
-                errors.append(f"{[t, i]} -> {got}")
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert errors == []
+    assert mismatched_replies(system, name, threads=8, per_thread=100) == []
     lane = _lane(system, name)
     assert lane["frames_in"] >= before + 800
     assert lane["peers"] <= 2  # a thread's connections close with it (this one and the status ask's remain)

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from actor_tests.sessions.conftest import sql_urls
+from actor_tests.workflows.wf_durable_defs import CHANNEL
+from actor_tests.workflows.wf_signals import Channel
 from adk_actors.workflows.ledger import SqlInvocationLedger
 
 
@@ -43,3 +45,13 @@ def ledger(ledger_url: str) -> Iterator[SqlInvocationLedger]:
         yield led
     finally:
         led.close()
+
+
+@pytest.fixture
+def channel(tmp_path: Path) -> Iterator[Channel]:
+    """The FIFO the ``wf_durable_defs`` actions post to (their input carries ``lab`` = ``tmp_path``)."""
+    fifo = Channel(tmp_path / CHANNEL)
+    try:
+        yield fifo
+    finally:
+        fifo.close()

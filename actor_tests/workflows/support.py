@@ -170,3 +170,19 @@ def checkpoint_in_child(ledger: SqlInvocationLedger, lease: Lease, seq: int) -> 
     """Use a ledger inherited across a fork (its engine was opened by the parent), then close it."""
     ledger.checkpoint(lease, {"by": "child"}, seq)
     ledger.close()
+
+
+def within_detail_bounds(value: Any, depth: int = 0) -> bool:
+    """Whether a JSON value keeps ``errors.json_safe``'s bounds on depth, entries, strings and keys."""
+    from adk_actors import errors
+
+    if isinstance(value, str):
+        return len(value) <= errors.MAX_DETAIL_STR + 1
+    if isinstance(value, list | dict):
+        if depth > errors.MAX_DETAIL_DEPTH or len(value) > errors.MAX_DETAIL_ITEMS:
+            return False
+        if isinstance(value, dict):
+            return all(len(k) <= errors.MAX_DETAIL_KEY + 1 and within_detail_bounds(v, depth + 1)
+                       for k, v in value.items())
+        return all(within_detail_bounds(v, depth + 1) for v in value)
+    return True

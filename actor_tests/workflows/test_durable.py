@@ -13,14 +13,13 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from actor_tests.workflows.support import wait_until_unowned
 from actor_tests.workflows.wf_durable_defs import (
-    CHANNEL,
     EFFECT_GATE,
     FileClock,
     build_approval,
@@ -48,15 +47,6 @@ WAIT = 30.0
 REPO = Path(__file__).resolve().parents[2]
 T0 = 1_700_000_000_000
 
-
-@pytest.fixture
-def channel(tmp_path: Path) -> Iterator[Channel]:
-    """The FIFO the ``wf_durable_defs`` actions post to (their input carries ``lab`` = ``tmp_path``)."""
-    fifo = Channel(tmp_path / CHANNEL)
-    try:
-        yield fifo
-    finally:
-        fifo.close()
 
 
 def test_a_paused_invocation_outlives_the_actor_system_and_a_fresh_system_completes_it(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,9 +18,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from actor_tests.workflows.support import ledger_writes_blocked, wait_for, wait_for_ledger_time
+from actor_tests.workflows.support import (
+    ledger_writes_blocked,
+    wait_for,
+    wait_for_ledger_time,
+    within_detail_bounds,
+)
 from actor_tests.workflows.wf_durable_defs import (
-    CHANNEL,
     build_gated,
     build_instant_fork,
     build_instant_parallel,
@@ -52,15 +56,6 @@ WAIT = 30.0
 RUNS = 20
 """Runs per racing workflow: each outcome raced its last checkpoint write in the old coordinator."""
 
-
-@pytest.fixture
-def channel(tmp_path: Path) -> Iterator[Channel]:
-    """The FIFO the ``wf_durable_defs`` steps post to (their input carries ``lab`` = ``tmp_path``)."""
-    fifo = Channel(tmp_path / CHANNEL)
-    try:
-        yield fifo
-    finally:
-        fifo.close()
 
 
 def recorded(outcome: Outcome) -> tuple[str, Any]:
@@ -213,17 +208,6 @@ huge = st.recursive(
     max_leaves=120)
 
 
-def bounded(value: Any, depth: int = 0) -> bool:
-    """Whether a JSON value keeps json_safe's bounds on depth, entries, strings and keys."""
-    if isinstance(value, str):
-        return len(value) <= errors.MAX_DETAIL_STR + 1
-    if isinstance(value, list | dict):
-        if depth > errors.MAX_DETAIL_DEPTH or len(value) > errors.MAX_DETAIL_ITEMS:
-            return False
-        if isinstance(value, dict):
-            return all(len(k) <= errors.MAX_DETAIL_KEY + 1 and bounded(v, depth + 1) for k, v in value.items())
-        return all(bounded(v, depth + 1) for v in value)
-    return True
 
 
 @pytest.mark.parametrize("sql_kind", ["sqlite"], indirect=True)
@@ -242,7 +226,7 @@ def test_a_raised_errors_reason_and_details_reach_the_outcome_and_the_ledger_bou
     assert isinstance(outcome, Failed)
     assert outcome.reason == errors.bounded_reason(reason) and len(outcome.reason) <= errors.MAX_REASON_CHARS
     assert outcome.details["node"] == "explode"  # the engine's structural key survives the bound on entries
-    assert bounded(outcome.details)
+    assert within_detail_bounds(outcome.details)
     assert len(str(outcome.details)) < 2 * 1024 * 1024
     assert_recorded(ledger, invocation_id, outcome)  # the ledger holds the same bounded value
     assert ledger.delete_workflow_invocation(invocation_id) is True

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from actor_tests.workflows.support import within_detail_bounds
 from adk_actors import errors
 from adk_actors.content.canonical import canonical_dumps
 from adk_actors.errors import WorkflowError
@@ -1218,16 +1219,6 @@ def test_a_second_branch_may_pause_after_the_first_was_resumed() -> None:
 
 # -- failures are bounded structural values --------------------------------------------------------------------------
 
-def _within_bounds(value: Any, depth: int = 0) -> bool:
-    if isinstance(value, str):
-        return len(value) <= errors.MAX_DETAIL_STR + 1
-    if isinstance(value, list | dict):
-        if depth > errors.MAX_DETAIL_DEPTH or len(value) > errors.MAX_DETAIL_ITEMS:
-            return False
-        if isinstance(value, dict):
-            return all(len(k) <= errors.MAX_DETAIL_KEY + 1 and _within_bounds(v, depth + 1) for k, v in value.items())
-        return all(_within_bounds(v, depth + 1) for v in value)
-    return True
 
 
 _wide = st.recursive(st.none() | st.integers() | st.text(max_size=8) | st.text(min_size=4097, max_size=4200),
@@ -1252,7 +1243,7 @@ def test_a_failure_fed_to_the_engine_becomes_a_bounded_failed_value_naming_its_n
     assert engine.on_result(task.id, ActionFailed.from_error(err)) == []
     outcome = failed(engine.outcome, errors.bounded_reason(reason or "x"))
     assert len(outcome.reason) <= errors.MAX_REASON_CHARS
-    assert _within_bounds(outcome.details)
+    assert within_detail_bounds(outcome.details)
     assert outcome.details["node"] == ("sub" if nesting else "s1")  # the engine's key, not the action's
     canonical_dumps([outcome.reason, outcome.details])  # storable as it is
     assert Failed(outcome.reason, outcome.details, outcome.checkpoint) == outcome  # bounding it again: no change

@@ -139,6 +139,22 @@ class _Peer:
         self.out = bytearray()
 
 
+def _send_out(peer: _Peer, epoll: select.epoll) -> bool:
+    """Send what the socket takes of ``peer.out``; watch for writability while some is left. False: the
+    connection is broken (the peer has gone)."""
+    while peer.out:
+        try:
+            sent = peer.sock.send(peer.out)
+        except (BlockingIOError, InterruptedError):
+            break
+        except OSError:
+            return False
+        del peer.out[:sent]
+    with contextlib.suppress(OSError, ValueError):
+        epoll.modify(peer.sock.fileno(), select.EPOLLIN | (select.EPOLLOUT if peer.out else 0))
+    return True
+
+
 class LaneServer:
     """The lane of one tier-1 actor: accepts connections, reads frames, answers facade callers, and sends to
     other actors' lanes (:class:`LaneClient` shares its epoll set). Single-threaded: used from the actor's loop."""
@@ -280,17 +296,8 @@ class LaneServer:
         return True
 
     def _flush(self, fd: int, peer: _Peer) -> None:
-        while peer.out:
-            try:
-                sent = peer.sock.send(peer.out)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError:
-                self._drop(fd)
-                return
-            del peer.out[:sent]
-        with contextlib.suppress(OSError, ValueError):
-            self.epoll.modify(fd, select.EPOLLIN | (select.EPOLLOUT if peer.out else 0))
+        if not _send_out(peer, self.epoll):
+            self._drop(fd)
 
 
 class LaneClient:
@@ -362,17 +369,7 @@ class LaneClient:
         return peer
 
     def _flush(self, peer: _Peer) -> bool:
-        while peer.out:
-            try:
-                sent = peer.sock.send(peer.out)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError:
-                return False
-            del peer.out[:sent]
-        with contextlib.suppress(OSError, ValueError):
-            self.server.epoll.modify(peer.sock.fileno(), select.EPOLLIN | (select.EPOLLOUT if peer.out else 0))
-        return True
+        return _send_out(peer, self.server.epoll)
 
     def on_event(self, fd: int, events: int) -> None:
         key, peer = self.by_fd[fd]
