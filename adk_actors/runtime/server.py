@@ -201,8 +201,8 @@ class Tier1Port:
                 if self.actor._registry is None:
                     raise AdkError("no registry to resolve names", reason="name_not_found",
                                    details={"name": target})
-                self.send(self.actor._registry, Forward(name=target, message=message,
-                                                        deadline=time.monotonic() + 30.0))
+                self.actor.send(self.actor._registry, Forward(name=target, message=message,
+                                                              deadline=time.monotonic() + 30.0))
                 return
             target = entry.address
         if isinstance(target, LocalRef):
