@@ -109,3 +109,13 @@ def read_json_line(fd: int, timeout: float = 30.0) -> dict[str, Any]:
             continue
     line: dict[str, Any] = json.loads(data)
     return line
+
+
+DELEGATION_RULES = [
+    {"when": {"system_text_contains": "Delegate research", "has_function_response": False,
+              "tool_declared": "Search*"},
+     "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]}},
+    {"when": {"has_function_response": True}, "respond": {"text": "Coordinator summary: {response_text}"}},
+    {"when": {"system_text_contains": "Research the requested"}, "respond": {"text": "Research notes on {user_text}"}},
+]
+"""Emulator rules of a coordinator that delegates to a research agent (a sub-agent or an AgentTool named Search*)."""

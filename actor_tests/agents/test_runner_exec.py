@@ -14,7 +14,7 @@ from adk_actors.sessions.actor import ActorSessionService
 from adk_actors.tools import FunctionTool
 
 from .conftest import Spawner, config_for, unique
-from .support import get_weather
+from .support import DELEGATION_RULES, get_weather
 
 APP = "agent_runner_tests"
 USER = "u1"
@@ -50,13 +50,7 @@ def test_history_policy_exclude_under_a_runner_sends_only_the_current_invocation
     assert len(_contents(emu.requests[-1])) == 3
 
 
-SCRIPT = {"rules": [
-    {"when": {"system_text_contains": "Delegate research", "has_function_response": False,
-              "tool_declared": "Search*"},
-     "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]}},
-    {"when": {"has_function_response": True}, "respond": {"text": "Coordinator summary: {response_text}"}},
-    {"when": {"system_text_contains": "Research the requested"}, "respond": {"text": "Research notes on {user_text}"}},
-]}
+SCRIPT = {"rules": DELEGATION_RULES}
 
 
 @pytest.mark.parametrize("as_tool", [False, True], ids=["sub_agent", "agent_tool"])

@@ -19,15 +19,9 @@ from adk_actors.runtime.refs import host_name, place
 from adk_actors.runtime.system import ActorSystemHandle
 
 from .conftest import Spawner, config_for, make_spawner, unique
+from .support import DELEGATION_RULES
 
-SCRIPT = {"rules": [
-    {"when": {"system_text_contains": "Delegate research", "has_function_response": False,
-              "tool_declared": "Search*"},
-     "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]}},
-    {"when": {"has_function_response": True}, "respond": {"text": "Coordinator summary: {response_text}"}},
-    {"when": {"system_text_contains": "Research the requested"}, "respond": {"text": "Research notes on {user_text}"}},
-    {"when": {}, "respond": {"text": "You said: {user_text}"}},
-]}
+SCRIPT = {"rules": [*DELEGATION_RULES, {"when": {}, "respond": {"text": "You said: {user_text}"}}]}
 
 
 def _pair(emu: Emulator, spawn: Spawner, specialist: str, coordinator: str) -> None:

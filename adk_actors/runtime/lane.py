@@ -62,7 +62,7 @@ a child holding its parent's listener would keep the parent's lane name bound af
 def _close_inherited() -> None:
     for item in list(_open):
         with contextlib.suppress(Exception):
-            item.close(inherited=True)
+            item.close()
     _open.clear()
 
 
@@ -185,7 +185,7 @@ class LaneServer:
     def fileno(self) -> int:
         return self.epoll.fileno()
 
-    def close(self, inherited: bool = False) -> None:
+    def close(self) -> None:
         for peer in list(self.peers.values()):
             with contextlib.suppress(OSError):
                 peer.sock.close()
@@ -433,7 +433,7 @@ class LaneConn:
         _sender, message = pickle.loads(self.pending.pop(0))
         return message
 
-    def close(self, inherited: bool = False) -> None:
+    def close(self) -> None:
         if not self.closed:
             self.closed = True
             with contextlib.suppress(OSError):

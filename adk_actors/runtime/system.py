@@ -44,7 +44,7 @@ from adk_actors.runtime import thespian_tuning
 from adk_actors.runtime.callables import callable_ref
 from adk_actors.runtime.host import InnerSpec, Spawn, StopInner
 from adk_actors.runtime.lane import ENV as LANES_ENV
-from adk_actors.runtime.lane import LaneConn, address_key
+from adk_actors.runtime.lane import LaneConn, address_key, lanes_enabled
 from adk_actors.runtime.logdefs import NULL_LOG_DEFS, sink_path, thesplog_path
 from adk_actors.runtime.messages import Call, Failure, GetStatus, Lookup, Reply, Resolved, Route, Shutdown, ToInner
 from adk_actors.runtime.procs import group_pids, pid_alive, pid_alive_fast
@@ -134,7 +134,7 @@ class ActorSystemHandle:
         self._local = threading.local()
         self._endpoints: weakref.WeakSet[_Endpoint] = weakref.WeakSet()
         self._names_lock = threading.Lock()
-        self._lanes_on = settings.local_lanes and os.environ.get(LANES_ENV, "1") != "0"
+        self._lanes_on = settings.local_lanes and lanes_enabled()
         self._no_lane: set[tuple[str, int]] = set()
         self._lane_conns: weakref.WeakSet[LaneConn] = weakref.WeakSet()
 
