@@ -4,6 +4,10 @@ Inside TCP actor processes Thespian replaces the root logger with a forwarder to
 log records reach the sink configured in Thespian's ``logDefs`` (see ``runtime/logdefs.py``). Secrets are
 removed twice: by :func:`scrub_processor` where a record is made (structlog) and by :class:`ScrubFilter` where it
 is written (the sink), which also catches records from third-party libraries.
+
+Third-party loggers stay at ``library_log_level`` (WARNING by default) inside a node's processes, whatever the
+node's ``log_level``: Thespian gives each actor process a fresh root logger at the node's level, which every
+library logger inherits, and SQLAlchemy at INFO writes each statement (events, user text, state) to the log.
 """
 
 from __future__ import annotations
@@ -17,12 +21,10 @@ from typing import Any
 
 import structlog
 
-from adk_actors.secrets import REDACTED, prune_secrets, register_secret, scrub_text
+from adk_actors.secrets import REDACTED, SECRET_ENV_VARS, prune_secrets, register_env_secrets, scrub_text
 
-__all__ = ["SECRET_ENV_VARS", "JsonFormatter", "ScrubFilter", "configure_logging", "get_logger", "scrub",
-           "scrub_processor"]
-
-SECRET_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "ADK_GEMINI_API_KEY")
+__all__ = ["LIBRARY_LEVEL_ENV", "LIBRARY_LOGGERS", "SECRET_ENV_VARS", "JsonFormatter", "ScrubFilter",
+           "configure_logging", "get_logger", "quiet_libraries", "scrub", "scrub_processor"]
 
 _PATTERNS = (
     # Google API keys.
@@ -34,16 +36,9 @@ _PATTERNS = (
 )
 
 
-def _register_env_secrets() -> None:
-    for name in SECRET_ENV_VARS:
-        value = os.environ.get(name)
-        if value:
-            register_secret(value)
-
-
 def scrub(text: str) -> str:
     """Remove known secret values and credential-looking patterns from free text."""
-    _register_env_secrets()
+    register_env_secrets()
     text = scrub_text(text)
     text = _PATTERNS[0].sub(REDACTED, text)
     text = _PATTERNS[1].sub(lambda m: m.group(1) + REDACTED, text)
@@ -115,8 +110,33 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
     _configured = (log_format, level)
 
 
+LIBRARY_LOGGERS = ("sqlalchemy", "urllib3", "requests", "httpx", "httpcore", "websocket", "Thespian", "thespian")
+"""Top-level loggers of the libraries a node runs (SQL, HTTP, Thespian's own), held at ``library_log_level``."""
+LIBRARY_LEVEL_ENV = "ADKACTORS_LIBRARY_LOG_LEVEL"
+"""Set by the boot process for every process of the node; unset elsewhere (a caller's logging is its own)."""
+
+_tuned_manager: Any = None
+
+
+def quiet_libraries(level: str | None = None) -> None:
+    """Hold :data:`LIBRARY_LOGGERS` at ``level`` (default: ``$ADKACTORS_LIBRARY_LOG_LEVEL``; nothing when unset).
+
+    Cheap to call often: it acts once per logging manager, and Thespian installs a new one in each actor process
+    after the fork, which is why :func:`get_logger` (run by every actor at construction) calls it.
+    """
+    global _tuned_manager
+    level = level or os.environ.get(LIBRARY_LEVEL_ENV)
+    manager = logging.Logger.manager
+    if not level or _tuned_manager is manager:
+        return
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(level.upper())
+    _tuned_manager = manager
+
+
 def get_logger(name: str) -> Any:
     """A structlog logger bound to ``name`` (configures defaults on first use)."""
+    quiet_libraries()
     if _configured is None:
         configure_logging(os.environ.get("ADK_LOG_FORMAT", "console"), os.environ.get("ADK_LOG_LEVEL", "info"))
     return structlog.get_logger(name)

@@ -3,17 +3,24 @@
 API keys, tokens and credentials never appear in events, sessions, logs, status or error details. Values are
 held in :class:`Secret` (whose ``repr``/``str`` are redacted and which refuses to pickle its value into logs), and
 any mapping that leaves a trust boundary goes through :func:`prune_secrets`.
+
+Files a node writes hold the same private data (events, logs), so they are made private too:
+:func:`private_dir` and :func:`private_opener` create directories 0700 and files 0600 whatever the process umask,
+and the node's own processes run under :data:`PRIVATE_UMASK`.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-__all__ = ["REDACTED", "Secret", "is_secret_key", "known_secret_values", "prune_secrets",
-           "register_secret", "scrub_text"]
+__all__ = ["PRIVATE_UMASK", "REDACTED", "SECRET_ENV_VARS", "Secret", "is_secret_key", "known_secret_values",
+           "private_dir", "private_file", "private_opener", "prune_secrets", "register_env_secrets",
+           "register_secret", "scrub_event_text", "scrub_text"]
 
 REDACTED = "[REDACTED]"
 
@@ -86,6 +93,18 @@ def register_secret(value: str) -> None:
             _known.add(value)
 
 
+SECRET_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "ADK_GEMINI_API_KEY")
+"""Environment variables whose values are configured secrets, wherever they are read."""
+
+
+def register_env_secrets() -> None:
+    """Register the values of :data:`SECRET_ENV_VARS` present in this process's environment."""
+    for name in SECRET_ENV_VARS:
+        value = os.environ.get(name)
+        if value:
+            register_secret(value)
+
+
 def known_secret_values() -> list[str]:
     with _known_lock:
         return sorted(_known, key=len, reverse=True)
@@ -97,6 +116,22 @@ def scrub_text(text: str, extra: Iterable[str] = ()) -> str:
         if value and value in text:
             text = text.replace(value, REDACTED)
     return text
+
+
+def scrub_event_text(data: dict[str, Any]) -> dict[str, Any]:
+    """Replace configured secret values in the text parts of an event dict, in place (returns ``data``).
+
+    A key pasted into a chat would otherwise be stored verbatim and replayed to the model on every later turn.
+    Values only, never patterns: user text that merely looks like a credential is the user's to keep.
+    """
+    content = data.get("content")
+    if not isinstance(content, dict):
+        return data
+    register_env_secrets()
+    for part in content.get("parts") or ():
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            part["text"] = scrub_text(part["text"])
+    return data
 
 
 def prune_secrets(value: Any) -> Any:
@@ -117,3 +152,41 @@ def prune_secrets(value: Any) -> Any:
     if isinstance(value, str):
         return scrub_text(value)
     return value
+
+
+PRIVATE_UMASK = 0o077
+"""The umask of a node's processes: what they create is readable by the node's user only."""
+
+
+def private_dir(path: str | os.PathLike[str]) -> Path:
+    """Create ``path`` and its missing parents with mode 0700; an existing directory is left as it is.
+
+    Only levels created here are restricted: a data dir pointed at an existing shared directory (``/tmp``) must not
+    have its mode changed under other users.
+    """
+    target = Path(path)
+    missing: list[Path] = []
+    probe = target
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for level in reversed(missing):
+        try:
+            level.mkdir(mode=0o700)
+        except FileExistsError:  # made by a concurrent starter: then it is theirs to have made private
+            continue
+    return target
+
+
+def private_opener(path: str, flags: int) -> int:
+    """An ``opener`` for :func:`open` that creates the file with mode 0600 (an existing file keeps its mode)."""
+    return os.open(path, flags, 0o600)
+
+
+def private_file(path: str | os.PathLike[str]) -> Path:
+    """Create ``path`` empty with mode 0600 unless it exists; its missing directories are made with
+    :func:`private_dir`."""
+    target = Path(path)
+    private_dir(target.parent)
+    os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))
+    return target

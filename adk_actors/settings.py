@@ -41,10 +41,14 @@ class Settings:
     """Thespian admin TCP port of this node's actor system."""
     bind_ip: str = "127.0.0.1"
     """Address the actor system advertises and binds (THESPIAN_BASE_IPADDR). Loopback by default."""
+    allow_remote_bind: bool = False
+    """Opt-in for a non-loopback ``bind_ip``: Thespian's ports unpickle what they receive (docs/SECURITY.md)."""
     data_dir: str = "var/adk"
     """Directory for logs, the default SQLite stores and run files. Relative paths resolve against the cwd."""
     log_format: Literal["console", "json"] = "console"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    library_log_level: Literal["debug", "info", "warning", "error"] = "warning"
+    """Level of third-party loggers (sqlalchemy, urllib3, thespian...) in the node; records still pass log_level."""
     owned: bool = True
     """Owned mode: the system shuts itself down when the process that called start() dies."""
     start_timeout_s: float = 30.0

@@ -4,23 +4,65 @@
 because Thespian's admin daemonises itself and every actor process inherits its creator's open descriptors.
 It starts the multiprocTCPBase admin, creates and initialises the root, writes a JSON line to the ready file and
 exits, leaving the system running.
+
+Before the admin forks it sets what every process of the node inherits: the private umask (files 0600, dirs 0700)
+and the Thespian patches of ``thespian_tuning`` (listeners bound to ``bind_ip`` only). It refuses a non-loopback
+``bind_ip`` without ``allow_remote_bind`` and a lane name of this admin port that someone already holds.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import socket
+import stat
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from adk_actors.errors import AdkError
+from adk_actors.errors import AdkError, ConfigError, SystemNotRunning
+from adk_actors.secrets import PRIVATE_UMASK
 
-__all__ = ["main"]
+__all__ = ["check_bind", "main"]
+
+
+def check_bind(bind_ip: str, allow_remote_bind: bool) -> None:
+    """Refuse a ``bind_ip`` that is not loopback unless the operator opted in.
+
+    Raises:
+        ConfigError: ``remote_bind_not_allowed`` (or ``invalid_value`` when the name does not resolve).
+    """
+    try:
+        resolved = socket.getaddrinfo(bind_ip, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+    except (OSError, UnicodeError, ValueError):
+        raise ConfigError("bind_ip does not resolve to an IPv4 address", reason="invalid_value",
+                          details={"key": "bind_ip"}) from None
+    if ipaddress.ip_address(resolved).is_loopback or allow_remote_bind:
+        return
+    raise ConfigError("bind_ip is not a loopback address: Thespian ports unpickle what they receive, so set "
+                      "allow_remote_bind = true only on a trusted network (docs/SECURITY.md)",
+                      reason="remote_bind_not_allowed", details={"key": "bind_ip", "bind_ip": bind_ip[:64]})
+
+
+def _private_outputs(data_dir: Path) -> None:
+    """Tighten what the starter made before this process existed: its log and run folders and our stdout file."""
+    for sub in ("logs", "run"):
+        path = data_dir / sub
+        if path.is_dir():
+            os.chmod(path, 0o700)
+    try:
+        if stat.S_ISREG(os.fstat(1).st_mode):
+            os.fchmod(1, 0o600)
+    except OSError:  # stdout closed or not ours: nothing to tighten
+        pass
 
 
 def main(argv: list[str]) -> int:
+    # Every process of the node forks from this one and inherits the umask: databases, WAL files, logs and run
+    # files hold user content and are created readable by the node's user only.
+    os.umask(PRIVATE_UMASK)
     spec: dict[str, Any] = json.loads(argv[0])
     ready_file = Path(spec["ready_file"])
     try:
@@ -44,6 +86,8 @@ def _boot(spec: dict[str, Any]) -> dict[str, Any]:
 
     from thespian.actors import ActorSystem
 
+    from adk_actors.logs import LIBRARY_LEVEL_ENV, quiet_libraries
+    from adk_actors.runtime.lane import held_lane_names
     from adk_actors.runtime.logdefs import log_defs
     from adk_actors.runtime.messages import Call, Failure, Reply, SupInit
     from adk_actors.runtime.root import ROOT_NAME, AwaitReady, Root, RootArgs
@@ -53,6 +97,17 @@ def _boot(spec: dict[str, Any]) -> dict[str, Any]:
     data_dir = Path(spec["data_dir"])
     settings = Settings.from_dict({**spec["settings"], "gemini_api_key": os.environ.get("GEMINI_API_KEY") or None},
                                   source="boot")
+    _private_outputs(data_dir)
+    os.environ[LIBRARY_LEVEL_ENV] = settings.library_log_level  # inherited by every process of the node
+    quiet_libraries()
+    check_bind(settings.bind_ip, settings.allow_remote_bind)
+    if settings.local_lanes:
+        # The port was free, so no process of this node holds a lane name yet: whoever does is waiting for our
+        # actors' connections (a client refuses another uid, but a start that silently loses its lanes is worse).
+        taken = held_lane_names(port)
+        if taken:
+            raise SystemNotRunning("a lane name of this admin port is already held by another process",
+                                   reason="lane_name_taken", details={"port": port, "names": taken[:8]})
     composer = importlib.import_module(spec.get("node") or "adk_actors.runtime.children")
     composer.preflight(settings)
     asys = ActorSystem("multiprocTCPBase", {"Admin Port": port},

@@ -21,8 +21,11 @@ docs/ARCHITECTURE.md, "Decision note: lanes"). A lane carries the same pickled m
   as end of stream.
 
 Only peers with our own uid are accepted (``SO_PEERCRED``): a lane is never reachable from another machine and,
-unlike Thespian's TCP ports, not from another local user either. Thespian still carries everything else: actor
-creation, exits, ``ChildActorExited``, wakeups, and every message to a peer on another machine.
+unlike Thespian's TCP ports, not from another local user either. The check runs both ways: a client refuses a
+listener of another uid (one that took a lane's name first) before it writes or reads a byte, and the node refuses
+to start while any lane name of its admin port is already held (``held_lane_names``). Thespian still carries
+everything else: actor creation, exits, ``ChildActorExited``, wakeups, and every message to a peer on another
+machine.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ from typing import Any
 
 from adk_actors.logs import get_logger
 
-__all__ = ["MAX_FRAME", "LaneClient", "LaneConn", "LaneReturn", "LaneServer", "address_key", "lane_name",
-           "lanes_enabled"]
+__all__ = ["MAX_FRAME", "LaneClient", "LaneConn", "LaneReturn", "LaneServer", "address_key", "held_lane_names",
+           "lane_name", "lanes_enabled", "peer_uid"]
 
 _HEADER = struct.Struct("!I")
 MAX_FRAME = 1 << 30
@@ -87,7 +90,54 @@ def address_key(address: Any) -> tuple[str, int] | None:
 
 def lane_name(system_port: int, key: tuple[str, int]) -> bytes:
     """The abstract socket name of the lane of the actor at ``key`` in the system on ``system_port``."""
-    return f"\0adk-lane-{system_port}-{key[0]}-{key[1]}".encode()
+    return f"\0{_prefix(system_port)}{key[0]}-{key[1]}".encode()
+
+
+def _prefix(system_port: int) -> str:
+    return f"adk-lane-{system_port}-"
+
+
+def held_lane_names(system_port: int) -> list[str]:
+    """Abstract socket names of lanes of the system on ``system_port`` that some process has bound (from
+    ``/proc/net/unix``, which shows an abstract name with ``@`` for its leading NUL)."""
+    prefix = "@" + _prefix(system_port)
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()[1:]
+    except OSError:
+        return []
+    names = {fields[7] for fields in (line.split() for line in lines) if len(fields) >= 8}
+    return sorted(name for name in names if name.startswith(prefix))
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The uid of the process at the other end of a connected Unix socket (-1 when the kernel does not say)."""
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return -1
+    return int(struct.unpack("3i", creds)[1])
+
+
+def _connect_own(name: bytes) -> socket.socket:
+    """A blocking connection to the lane ``name``, refused unless its listener runs as our uid.
+
+    Raises:
+        PermissionError: another user holds the name (nothing was sent to it or read from it).
+        OSError: nobody listens there.
+    """
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(2.0)  # a full backlog makes connect wait; never forever
+    try:
+        sock.connect(name)
+        uid = peer_uid(sock)
+        if uid != os.getuid():
+            _log.warning("lane held by another user refused", uid=uid)
+            raise PermissionError(errno.EACCES, "lane listener runs as another user")
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,11 +279,7 @@ class LaneServer:
                 return
             except OSError:
                 return
-            try:
-                creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-                _pid, uid, _gid = struct.unpack("3i", creds)
-            except OSError:
-                uid = -1
+            uid = peer_uid(sock)
             if uid != self.uid:
                 _log.warning("lane connection from another user refused", uid=uid)
                 sock.close()
@@ -354,12 +400,9 @@ class LaneClient:
         return True
 
     def _connect(self, key: tuple[str, int]) -> _Peer | None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(2.0)  # a full backlog makes connect wait; never forever
         try:
-            sock.connect(lane_name(self.server.system_port, key))
+            sock = _connect_own(lane_name(self.server.system_port, key))
         except OSError:
-            sock.close()
             return None
         sock.setblocking(False)
         peer = _Peer(sock)
@@ -401,13 +444,13 @@ class LaneConn:
     """A facade caller's blocking connection to one actor's lane (one per calling thread and target)."""
 
     def __init__(self, system_port: int, key: tuple[str, int]) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(2.0)
-        try:
-            self.sock.connect(lane_name(system_port, key))
-        except OSError:
-            self.sock.close()
-            raise
+        """Connect to the lane of the actor at ``key``.
+
+        Raises:
+            PermissionError: the lane's listener runs as another user.
+            OSError: the actor has no lane.
+        """
+        self.sock = _connect_own(lane_name(system_port, key))
         self.frames = _Frames()
         self.pending: list[bytes] = []
         self.closed = False

@@ -1,5 +1,12 @@
-"""One change to how Thespian's TCP transport waits, applied in every process of ours that runs it.
+"""Two changes to Thespian's TCP transport, applied in every process of ours that runs it.
 
+**Listeners bind the advertised address only.** Thespian binds every listening socket it makes (the admin's, each
+actor's, the logger's and an external endpoint's) to ``''`` — all interfaces — and advertises
+``THESPIAN_BASE_IPADDR``. Those ports unpickle whatever arrives, so a wildcard bind lets anyone who reaches the
+machine run code as the node's user. :func:`apply` makes an address's bind arguments its own advertised address
+(``bind_ip``, loopback by default), which covers every listener because they all bind through ``bindArgs``.
+
+**One poll per pass.**
 Thespian's ``TCPTransport`` builds a new ``selectors.DefaultSelector()`` on every pass of its loop (its own comment
 says "perhaps this could be optimized"). On Linux that is an epoll object: ``epoll_create``, one ``epoll_ctl`` per
 socket, the wait and a ``close`` — for one wait. The profile of a host serving prompt turns put a fifth of its main
@@ -17,7 +24,7 @@ import selectors
 import types
 from typing import Any, NamedTuple
 
-__all__ = ["ENV", "OnePoll", "apply"]
+__all__ = ["ENV", "OnePoll", "apply", "bound_address"]
 
 ENV = "ADKACTORS_THESPIAN_EPOLL"
 """Set to ``1`` to keep Thespian's own per-pass epoll selector (for A/B measurements)."""
@@ -75,10 +82,21 @@ class OnePoll:
         self._fds.clear()
 
 
+def bound_address(address: Any) -> tuple[tuple[str, int]]:
+    """The bind arguments of a Thespian IP address: its advertised host, never the wildcard ``''``."""
+    host, port = address.bindname[:2]
+    return ((host or address.sockname[0], port),)
+
+
 def apply() -> None:
-    """Point Thespian's TCP transport at ``PollSelector`` (idempotent)."""
+    """Install both changes (idempotent). Call before the admin forks, so every actor process inherits them."""
+    from thespian.system.transport import IPBase
     from thespian.system.transport import TCPTransport as transport
 
+    if not getattr(IPBase, "_adk_bound", False):
+        # ``bindname`` stays as Thespian made it: it is also read as a peer address when guessing our own IP.
+        IPBase.IPActorAddress.bindArgs = property(bound_address)
+        IPBase._adk_bound = True
     if os.environ.get(ENV) == "1":
         return
     if getattr(transport, "_adk_poll_selector", False):

@@ -14,6 +14,7 @@ from typing import Any, Final
 from adk_actors.content.canonical import canonical_dumps, canonical_loads
 from adk_actors.errors import EventError, ValidationError
 from adk_actors.events import Event
+from adk_actors.secrets import scrub_event_text
 from adk_actors.sessions.state import ScopedDelta, scope_of, split_delta
 
 __all__ = [
@@ -167,7 +168,8 @@ def prepare_event(event: Any) -> PreparedEvent:
         ValidationError: reason ``invalid_json`` when the event is not JSON-safe (NaN, Infinity, NUL, ...), or
             ``invalid_state`` for a malformed state delta.
     """
-    data = canonical_loads(canonical_dumps(event_to_dict(event)))
+    # Every backend stores through here: a configured secret pasted into a message is never persisted.
+    data = scrub_event_text(canonical_loads(canonical_dumps(event_to_dict(event))))
     event_id, author, ts = data.get("id"), data.get("author"), data.get("timestamp")
     invocation_id = data.get("invocation_id") or ""
     if not isinstance(event_id, str) or not event_id:
