@@ -26,12 +26,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adk_actors.agents.messages import Describe, GetHistory, Invoke, Prompt
+from adk_actors.agents.messages import Describe, GetHistory, Invoke, Prompt, PromptOutcome
 from adk_actors.agents.spec import AgentSpec, build_spec, check_agent_name, check_tree
-from adk_actors.content.json_values import copy_json
+from adk_actors.content.validation import check_id, check_json_object, check_text, check_timeout
 from adk_actors.errors import AdkError, AgentError, AskTimeout, ConfigError, NameNotFound, ValidationError
 from adk_actors.runtime.refs import LocalRef, place
 from adk_actors.runtime.system import ActorSystemHandle, current_system
+from adk_actors.tools.context import current_ancestry
 
 __all__ = [
     "AgentRef",
@@ -107,12 +108,27 @@ def _default_timeout(system: ActorSystemHandle) -> float:
 
 
 def _input(value: Any) -> Any:
-    if hasattr(value, "to_dict") and not isinstance(value, dict):
-        value = value.to_dict()
-    if not isinstance(value, str | dict):
+    """The input as plain data (text, or a JSON copy of content), checked before anything is sent.
+
+    Raises:
+        AgentError: reason ``invalid_input`` (``details["rule"]`` says why: ``invalid_utf8``, ``invalid_json``,
+            ``limit_exceeded``...).
+    """
+    try:
+        if not isinstance(value, str | dict) and callable(getattr(value, "to_dict", None)):
+            value = value.to_dict()
+        if isinstance(value, str):
+            return check_text(value, "input")
+        if isinstance(value, dict):
+            return check_json_object(value, "input")
+    except AdkError as err:
         raise AgentError("agent input is a str or content", reason="invalid_input",
-                         details={"type": type(value).__name__})
-    return value
+                         details={"type": type(value).__name__, "rule": err.reason}) from None
+    except Exception as exc:  # a hostile to_dict: the caller's bug, reported as bad input
+        raise AgentError("agent input is a str or content", reason="invalid_input",
+                         details={"type": type(value).__name__, "rule": type(exc).__name__}) from None
+    raise AgentError("agent input is a str or content", reason="invalid_input",
+                     details={"type": type(value).__name__})
 
 
 def spawn_agent(name: str, config: Mapping[str, Any], tools: Sequence[Any] = (), *,
@@ -134,6 +150,7 @@ def spawn_agent(name: str, config: Mapping[str, Any], tools: Sequence[Any] = (),
         ToolError: ``duplicate_tool_name`` and the other catalog reasons.
         SchemaError: an invalid tool, input or output schema.
     """
+    check_timeout(timeout)
     handle = _system(system)
     settings = handle.settings
     store = None
@@ -198,6 +215,7 @@ def stop_agent(agent: AgentLike, *, system: ActorSystemHandle | None = None, tim
     Raises:
         AgentError: reason ``not_found`` when no such agent runs.
     """
+    check_timeout(timeout)
     handle = _system(system)
     ref = _ref(agent, handle)
     try:
@@ -220,6 +238,7 @@ def prompt(agent: AgentLike, input: Any, *, timeout: float | None = None,
         ProviderError: the model call failed (``missing_api_key``, HTTP errors...).
         AgentError / SchemaError: ``max_tool_rounds``, ``invalid_input``, ``invalid_output``...
     """
+    check_timeout(timeout)
     handle = _system(system)
     ref = _ref(agent, handle)
     return handle.ask(ref.ref, Prompt(input=_input(input)), timeout if timeout is not None
@@ -243,21 +262,25 @@ def invoke(agent: AgentLike, input: Any, *, scope: Mapping[str, str] | None = No
         AgentError: ``missing_state_key`` when an instruction template reads a key ``state`` lacks.
         AdkError: as :func:`prompt`; ``agent_cycle`` / ``tree_too_deep`` for a delegation loop.
     """
+    check_timeout(timeout)
     handle = _system(system)
     ref = _ref(agent, handle)
+    if scope is not None and not isinstance(scope, Mapping):
+        raise ConfigError("scope is a mapping", reason="invalid_value", details={"key": "scope"})
     scope = dict(scope or {})
     unknown = sorted(set(scope) - {"app_name", "user_id", "session_id"})
     if unknown:
         raise ConfigError(f"unknown scope key {unknown[0]!r}", reason="unknown_key",
                           details={"key": f"scope.{unknown[0]}"})
-    if not all(isinstance(v, str) for v in scope.values()):
-        raise ConfigError("scope values are str", reason="invalid_value", details={"key": "scope"})
+    for key, value in scope.items():
+        check_id(value, f"scope.{key}", error=ConfigError)
     try:
-        snapshot = copy_json(dict(state or {}), field="state")[0]
-    except (ValidationError, TypeError, ValueError):
+        snapshot = check_json_object(state or {}, "state")
+    except ValidationError:
         raise ConfigError("state is a JSON object", reason="invalid_value", details={"key": "state"}) from None
     request = Invoke(input=_input(input), state=snapshot, app_name=scope.get("app_name", ""),
-                     user_id=scope.get("user_id", ""), session_id=scope.get("session_id", ""))
+                     user_id=scope.get("user_id", ""), session_id=scope.get("session_id", ""),
+                     ancestry=current_ancestry())  # called from a tool: join its agents' ancestry, never reset it
     return handle.ask(ref.ref, request, timeout if timeout is not None else _default_timeout(handle))
 
 
@@ -279,6 +302,7 @@ def delegate(agent: AgentLike, input: Any, *, timeout: float | None = None,
     Raises:
         AgentError: reason ``invalid_input`` / ``invalid_agent_name`` (before anything is sent).
     """
+    check_timeout(timeout)
     handle = _system(system)
     ref = _ref(agent, handle)
     value = _input(input)
@@ -293,6 +317,7 @@ def describe_agent(agent: AgentLike, *, timeout: float | None = None,
     Raises:
         AskTimeout: the agent did not answer.
     """
+    check_timeout(timeout)
     handle = _system(system)
     return dict(handle.ask(_ref(agent, handle).ref, Describe(), timeout))
 
@@ -304,6 +329,7 @@ def agent_history(agent: AgentLike, *, timeout: float | None = None,
     Raises:
         AskTimeout: the agent did not answer.
     """
+    check_timeout(timeout)
     handle = _system(system)
     return list(handle.ask(_ref(agent, handle).ref, GetHistory(), timeout))
 
@@ -316,6 +342,9 @@ def sequential(agents: Sequence[AgentLike], input: Any, *, timeout: float | None
         AgentError: reason ``invalid_value`` for an empty agent list.
         AdkError: the first failing agent's error.
     """
+    check_timeout(timeout)
+    if isinstance(agents, str | bytes) or not isinstance(agents, Sequence):
+        raise AgentError("agents is a list of agents", reason="invalid_value", details={"field": "agents"})
     if not agents:
         raise AgentError("sequential needs at least one agent", reason="invalid_value")
     value = input
@@ -335,6 +364,9 @@ def parallel(agents: Sequence[AgentLike], input: Any, timeout: float | None = No
     Raises:
         AgentError: ``invalid_input`` / ``invalid_agent_name`` (invalid arguments only).
     """
+    check_timeout(timeout)
+    if isinstance(agents, str | bytes) or not isinstance(agents, Sequence):
+        raise AgentError("agents is a list of agents", reason="invalid_value", details={"field": "agents"})
     handle = _system(system)
     total = timeout if timeout is not None else _default_timeout(handle)
     deadline = time.monotonic() + total
@@ -362,6 +394,9 @@ def loop(writer: AgentLike, reviewer: AgentLike, input: Any, max_iterations: int
          timeout: float | None = None, system: ActorSystemHandle | None = None) -> Any:
     """A bounded writer/reviewer loop: write, review, revise... until approval or ``max_iterations`` drafts.
 
+    A reviewer turn whose tool escalates (``tool_context.actions.escalate = True``) ends the loop as an approval
+    does.
+
     Returns:
         The approved draft, or the latest draft at the bound (even if it was never approved).
 
@@ -369,13 +404,18 @@ def loop(writer: AgentLike, reviewer: AgentLike, input: Any, max_iterations: int
         AgentError: reason ``invalid_value`` when ``max_iterations`` < 1.
         AdkError: a failing writer or reviewer turn.
     """
+    check_timeout(timeout)
     if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
         raise AgentError("max_iterations is a positive int", reason="invalid_value",
                          details={"field": "max_iterations"})
     draft = prompt(writer, input, timeout=timeout, system=system)
     for iteration in range(max_iterations):
-        review = prompt(reviewer, draft, timeout=timeout, system=system)
-        if is_approved(review) or iteration + 1 == max_iterations:
+        handle = _system(system)
+        outcome = handle.ask(_ref(reviewer, handle).ref, Prompt(input=_input(draft), outcome=True),
+                             timeout if timeout is not None else _default_timeout(handle))
+        assert isinstance(outcome, PromptOutcome)
+        review = outcome.output
+        if outcome.escalate or is_approved(review) or iteration + 1 == max_iterations:
             return draft
         draft = prompt(writer, f"Revise the draft. Reviewer feedback: {review}", timeout=timeout, system=system)
     return draft

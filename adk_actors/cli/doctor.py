@@ -184,7 +184,10 @@ def _actor_system(settings: Settings, port: int, require: bool, timeout: float) 
 
 def _session_backend(settings: Settings) -> Check:
     if settings.session_backend == "memory":
-        return {"status": "ok", "backend": "memory", "detail": "memory (the node's session store actor)"}
+        # Say the guarantee, not only the backend: a restart of the store actor loses every in-memory session.
+        return {"status": "ok", "backend": "memory", "durability": "lost_on_store_restart",
+                "detail": "memory (the node's session store actor; sessions are lost when it restarts or the "
+                          "node stops: use session_backend = \"sql\" to keep them)"}
     from adk_actors.sessions.factory import default_sqlite_url, session_service_for
 
     dialect = _dialect(settings.session_url or default_sqlite_url(settings.data_dir))
@@ -193,7 +196,8 @@ def _session_backend(settings: Settings) -> Check:
     except AdkError as err:
         return {"status": "fail", "backend": "sql", "dialect": dialect, "error": error_dict(err),
                 "detail": f"sql ({dialect}) does not open [{err.reason}]"}
-    return {"status": "ok", "backend": "sql", "dialect": dialect, "detail": f"sql ({dialect}) opens"}
+    return {"status": "ok", "backend": "sql", "dialect": dialect, "durability": "durable",
+            "detail": f"sql ({dialect}) opens; sessions survive restarts"}
 
 
 def _dialect(url: str) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adk_actors.agents.api import AgentLike, _input, _ref, _system, agent_ref, local_id
+from adk_actors.agents.api import AgentLike, AgentRef, _input, _ref, _system, agent_ref, local_id
 from adk_actors.agents.runner_turn import (
     CancelTurn,
     ResumeSpec,
@@ -23,7 +23,9 @@ from adk_actors.agents.runner_turn import (
     runner_options,
     select_pause,
 )
+from adk_actors.agents.spec import check_agent_name
 from adk_actors.content.json_values import copy_json
+from adk_actors.content.validation import check_id, check_json, check_optional_id, check_timeout
 from adk_actors.errors import AdkError, ConcurrencyConflict, RunError, ValidationError
 from adk_actors.events import Event
 from adk_actors.runs import api as runs_api
@@ -60,7 +62,7 @@ class Runner:
     def __init__(self, agent: AgentLike, app_name: str, session_service: Any, *,
                  system: ActorSystemHandle | None = None, **options: Any) -> None:
         self.app_name = validate_name(app_name, "app_name")
-        self.agent_name = str(agent)
+        self.agent_name = str(agent) if isinstance(agent, AgentRef) else check_agent_name(agent, field_name="agent")
         self.session_service = session_service
         self.options: RunnerOptions = runner_options(**options)
         self._system = system
@@ -80,6 +82,7 @@ class Runner:
         return _system(self._system)
 
     def _timeout(self, handle: ActorSystemHandle, timeout: float | None) -> float:
+        timeout = check_timeout(timeout)
         if timeout is not None:
             return timeout
         limit = self.options.run_timeout_ms
@@ -111,6 +114,7 @@ class Runner:
             BudgetExceeded: also ``request_context_budget_exceeded`` (before any provider I/O).
             AdkError: provider, schema and timeout errors as for ``invoke``.
         """
+        check_timeout(timeout)
         return self._ask(self.turn(user_id, session_id, input=_input(input)), timeout)
 
     def resume(self, user_id: str, session_id: str, continuation_or_invocation_id: str | None, response: Any, *,
@@ -122,6 +126,9 @@ class Runner:
             RunError: ``no_paused_invocation`` (none, or already resumed), ``ambiguous_paused_invocation``.
             ValidationError: ``invalid_resume_response`` (the continuation stays resumable).
         """
+        check_timeout(timeout)
+        check_optional_id(continuation_or_invocation_id or None, "continuation_or_invocation_id")
+        response = check_json(response, "response", reason="invalid_resume_response")
         spec = ResumeSpec(key=continuation_or_invocation_id or "", response=response)
         return self._ask(self.turn(user_id, session_id, resume=spec), timeout)
 
@@ -132,6 +139,7 @@ class Runner:
         Raises:
             RunError: reason of a failed run (``details["type"]`` names the error class), ``cancelled``.
         """
+        check_timeout(timeout)
         handle = self._handle()
         run_id = runs_api.start(self, user_id, session_id, _input(input), max_buffered_events=_STREAM_BUFFER,
                                 system=handle)
@@ -152,6 +160,8 @@ class Runner:
                 belongs to :meth:`resume`), ``not_json``.
         """
         ref = SessionRef(app_name=self.app_name, user_id=user_id, session_id=session_id)
+        check_id(invocation_id, "invocation_id")
+        check_id(operation_id, "operation_id")
         session = self.session_service.get_session(ref)
         found = select_pause([p for p in open_pauses(session.events, session.state)
                               if p.event.actions.pause is not None

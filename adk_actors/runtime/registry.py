@@ -1,12 +1,16 @@
 """The registry: stable names → current addresses, parked lookups while a name is down, dead-letter redelivery.
 
 Accepts: ``Register``, ``Unregister``, ``Down``, ``Forward`` (tells); calls ``Lookup``, ``GetStatus``, ``Ping``;
-Thespian ``DeadEnvelope``s (it is the system's dead-letter handler).
+Thespian ``DeadEnvelope``s (the system's dead letters, passed on by the root).
 Emits: ``Resolved`` to forwarders (so they cache), the forwarded messages themselves.
 
 A lookup of a name that is down (its supervisor reported the exit) or not yet registered is parked until the
 name is registered again or the call's deadline passes (then ``NameNotFound``): callers that resolve by name
 after a restart reach the new actor instead of a dead address.
+
+A restarted registry starts empty: the root sends ``RegistryMoved`` down the tree and every supervisor and host
+re-registers its running named children, and registry messages still addressed to the dead registry reach this
+one as dead letters (held by the root until we run; see ``_dead_letter``).
 """
 
 from __future__ import annotations
@@ -18,8 +22,19 @@ from typing import Any
 
 from thespian.actors import DeadEnvelope
 
-from adk_actors.errors import NameNotFound
-from adk_actors.runtime.messages import Down, Forward, GetStatus, Lookup, Ping, Register, Resolved, ToInner, Unregister
+from adk_actors.errors import ActorCrashed, NameNotFound
+from adk_actors.runtime.messages import (
+    Call,
+    Down,
+    Forward,
+    GetStatus,
+    Lookup,
+    Ping,
+    Register,
+    Resolved,
+    ToInner,
+    Unregister,
+)
 from adk_actors.runtime.procs import pid_alive
 from adk_actors.runtime.refs import LocalRef, host_name
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
@@ -27,6 +42,9 @@ from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 __all__ = ["Registry"]
 
 _MAX_PARKED_PER_NAME = 10_000
+_VERIFY_S = 0.5
+"""How long a suspected actor gets to answer the registry's ping: a crashing actor's process may still exist while
+its supervisor re-creates it, and the lookup must not wait out its whole deadline for that ping."""
 _MAX_OLD_ADDRESSES = 1_000
 
 
@@ -56,26 +74,55 @@ class Registry(GenServer):
         self.hostname = socket.gethostname()
 
     def init(self, args: Any) -> Any:
-        self.handleDeadLetters(startHandling=True)
+        # Dead letters reach us through the root, the node's handler: it outlives us and holds them while we are
+        # being restarted.
         return None
 
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
         if isinstance(request, Lookup):
             entry = self.entries.get(request.name)
-            if entry is not None and request.exclude is not None and entry.address == request.exclude:
-                self.down.add(request.name)
+            if (entry is not None and request.exclude is not None and entry.address == request.exclude
+                    and request.name not in self.down and self._alive(entry)):
+                # The caller saw a failure, not necessarily a death (a lane drops a frame it cannot decode and
+                # the caller reads that as noproc): ask the actor before marking its name down for everyone, or
+                # a live actor that never restarts stays unresolvable for good.
+                self._verify(entry, ctx)
+                return DEFERRED
             if entry is not None and request.name not in self.down and self._alive(entry):
                 return entry
-            parked = self.parked.setdefault(request.name, _Parked())
-            if len(parked.lookups) >= _MAX_PARKED_PER_NAME:
-                raise NameNotFound("too many lookups waiting for this name", reason="name_not_found",
-                                   details={"name": request.name})
-            parked.lookups.append(ctx)
-            self.start_timer(max(0.0, ctx.deadline - time.monotonic()), _Expire(request.name))
+            self._park(request.name, ctx)
             return DEFERRED
         if isinstance(request, GetStatus | Ping):
             return super().handle_call(request, ctx)
         return super().handle_call(request, ctx)
+
+    def _park(self, name: str, ctx: CallCtx) -> None:
+        parked = self.parked.setdefault(name, _Parked())
+        if len(parked.lookups) >= _MAX_PARKED_PER_NAME:
+            self.fail(ctx, NameNotFound("too many lookups waiting for this name", reason="name_not_found",
+                                        details={"name": name}))
+            return
+        parked.lookups.append(ctx)
+        self.start_timer(max(0.0, ctx.deadline - time.monotonic()), _Expire(name))
+
+    def _verify(self, entry: Resolved, ctx: CallCtx) -> None:
+        """Answer ``ctx`` with ``entry`` if its actor answers a ping; else mark it down (if it died) and park."""
+
+        def done(_value: Any, error: Any) -> None:
+            current = self.entries.get(entry.name)
+            if current is None or entry.name in self.down or not self._alive(current):
+                self._park(entry.name, ctx)  # answered when the name is registered again
+            elif error is None or current.address != entry.address:
+                self.reply(ctx, current)  # it answered, or it was re-registered meanwhile
+            elif isinstance(error, ActorCrashed):
+                self.down.add(entry.name)
+                self._park(entry.name, ctx)
+            else:
+                # A live process that did not answer in time is busy, not dead: the caller retries that address
+                # (its own deadline bounds it) and nobody else's lookups are affected.
+                self.reply(ctx, current)
+
+        self.call(entry.address, Ping(), min(ctx.deadline, time.monotonic() + _VERIFY_S), done)
 
     def handle_info(self, message: Any, sender: Any) -> None:
         if isinstance(message, Register):
@@ -165,6 +212,16 @@ class Registry(GenServer):
     def _dead_letter(self, envelope: DeadEnvelope) -> None:
         self.dead_letters += 1
         target = envelope.deadAddress
+        message = envelope.deadMessage
+        # Sent to a registry that died before us (the sender has not heard of the restart yet): only a registry
+        # is sent these, so they are ours. A call is answered only where it names its reply address.
+        if isinstance(message, Register | Unregister | Down | Forward):
+            self.handle_info(message, None)
+            return
+        if isinstance(message, Call) and isinstance(message.request, Lookup):
+            if message.reply_to is not None:
+                self._dispatch(message, None)
+            return
         name = next((n for addr, n in reversed(self.old) if addr == target), None)
         if name is None:
             name = next((n for n, e in self.entries.items() if e.address == target), None)

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adk_actors.content.canonical import canonical_dumps, canonical_loads
-from adk_actors.errors import ConcurrencyConflict, SessionError, SessionNotFound, ValidationError
+from adk_actors.content.json_values import copy_json
+from adk_actors.errors import AdkError, ConcurrencyConflict, SessionError, SessionNotFound, ValidationError
 from adk_actors.sessions.model import PreparedEvent, SessionRef, prepare_event, validate_name
 from adk_actors.sessions.state import apply_delta, merge_state, mismatched_keys, split_delta
 
@@ -126,7 +126,13 @@ def conversation_payload(app_name: str, agent_name: str, key: str, history: Sequ
     if not isinstance(history, list | tuple):
         raise ValidationError("history must be a list", reason="invalid_value",
                               details={"type": type(history).__name__})
-    items = [item.to_dict() if callable(getattr(item, "to_dict", None)) else item for item in history]
-    payload = canonical_loads(canonical_dumps(items))
+    try:
+        items = [item.to_dict() if callable(getattr(item, "to_dict", None)) else item for item in history]
+    except AdkError:
+        raise
+    except Exception as exc:  # a hostile item's to_dict is a bad argument, not a reason to crash the store
+        raise ValidationError("history items must be JSON values or messages", reason="invalid_value",
+                              details={"error": type(exc).__name__}) from None
+    payload = copy_json(items, field="history")[0]
     assert isinstance(payload, list)
     return payload

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from adk_actors.content.canonical import canonical_dumps, canonical_loads
+from adk_actors.content.json_values import copy_json
 from adk_actors.errors import ValidationError
 
 __all__ = [
@@ -27,6 +27,8 @@ __all__ = [
     "USER_PREFIX",
     "ScopedDelta",
     "apply_delta",
+    "check_delta",
+    "check_expected_state",
     "merge_state",
     "mismatched_keys",
     "scope_of",
@@ -104,16 +106,60 @@ def split_delta(delta: Mapping[str, Any] | None) -> ScopedDelta:
     if not isinstance(delta, Mapping):
         raise ValidationError("a state delta must be a mapping", reason="invalid_state",
                               details={"type": type(delta).__name__})
-    for key in delta:
+    try:
+        items = dict(delta)
+    except Exception:  # a Mapping whose iteration raises is a bad argument, not a reason to crash the store
+        raise ValidationError("a state delta must be a mapping", reason="invalid_state",
+                              details={"type": type(delta).__name__}) from None
+    for key in items:
         if not isinstance(key, str) or not key:
             raise ValidationError("state keys must be non-empty strings", reason="invalid_state",
                                   details={"key_type": type(key).__name__})
-    # A canonical round trip validates and leaves the store with a private copy of every value.
-    private = canonical_loads(canonical_dumps(dict(delta)))
+    # A depth-bounded canonical copy validates (a cycle or a 10k-deep list fails before anything recurses)
+    # and leaves the store with a private copy of every value.
+    try:
+        private = copy_json(items)[0]
+    except ValidationError as exc:  # the same details as a canonical check: where, never which key
+        raise ValidationError(exc.message, reason=exc.reason,
+                              details={k: v for k, v in exc.details.items() if k != "field"}) from None
     parts: dict[str, dict[str, Any]] = {"session": {}, "user": {}, "app": {}, "temp": {}}
     for key, value in private.items():
         parts[scope_of(key)][key] = value
     return ScopedDelta(**parts)
+
+
+def check_delta(delta: Any) -> dict[str, Any]:
+    """A validated private copy of a state delta (as :func:`split_delta` checks it), scopes kept together.
+
+    Raises:
+        ValidationError: as :func:`split_delta`; also for ``None``.
+    """
+    if delta is None:
+        raise ValidationError("a state delta must be a mapping", reason="invalid_state", details={"type": "NoneType"})
+    scoped = split_delta(delta)
+    return {**scoped.session, **scoped.user, **scoped.app, **scoped.temp}
+
+
+def check_expected_state(expected: Any) -> dict[str, Any]:
+    """A validated private copy of an expected-state map: str keys, JSON values or :data:`ABSENT`.
+
+    Raises:
+        ValidationError: reason ``invalid_state`` for a non-mapping or a bad key, ``invalid_json`` for a value.
+    """
+    if not isinstance(expected, Mapping):
+        raise ValidationError("expected state must be a mapping", reason="invalid_state",
+                              details={"type": type(expected).__name__})
+    try:
+        items = dict(expected)
+    except Exception:  # see split_delta
+        raise ValidationError("expected state must be a mapping", reason="invalid_state",
+                              details={"type": type(expected).__name__}) from None
+    for key in items:
+        if not isinstance(key, str) or not key:
+            raise ValidationError("state keys must be non-empty strings", reason="invalid_state",
+                                  details={"key_type": type(key).__name__})
+    present = check_delta({k: v for k, v in items.items() if v is not ABSENT})
+    return {**present, **{k: ABSENT for k, v in items.items() if v is ABSENT}}
 
 
 def apply_delta(state: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:

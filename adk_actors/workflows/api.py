@@ -8,10 +8,21 @@ A started workflow is a :class:`~adk_actors.workflows.coordinator.WorkflowActor`
 
 from __future__ import annotations
 
+import math
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from adk_actors.content.validation import (
+    check_id,
+    check_int,
+    check_json,
+    check_json_object,
+    check_optional_id,
+    check_text,
+    check_timeout,
+)
 from adk_actors.errors import ActorCrashed, AdkError, WorkflowError
 from adk_actors.runtime.refs import LocalRef, place
 from adk_actors.runtime.system import ActorSystemHandle, current_system
@@ -32,6 +43,8 @@ __all__ = ["WorkflowRef", "cancel_workflow", "compile_workflow", "delete_workflo
 
 _COORDINATOR = "adk_actors.workflows.coordinator.WorkflowActor"
 _DEFAULT_LEASE_MS = 30_000
+MAX_REASON_BYTES = 1024
+"""Longest cancel reason (UTF-8 bytes): it is kept in the outcome."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +62,7 @@ def _system(system: ActorSystemHandle | None) -> ActorSystemHandle:
 def _target(handle: ActorSystemHandle, ref: WorkflowRef) -> LocalRef:
     if not isinstance(ref, WorkflowRef):
         raise WorkflowError("expected a WorkflowRef", reason="invalid_value", details={"type": type(ref).__name__})
+    check_id(ref.ref_id, "ref.ref_id", error=WorkflowError)
     return LocalRef(place(ref.ref_id, handle.settings.hosts), ref.ref_id)
 
 
@@ -69,14 +83,23 @@ def _launch(handle: ActorSystemHandle, args: WorkflowArgs, timeout: float | None
 
 
 def _args(compiled: CompiledWorkflow, state: Any, options: dict[str, Any], **extra: Any) -> WorkflowArgs:
-    unknown = sorted(set(options) - {"timeout_ms", "max_steps", "max_transfers", "max_concurrency", "retention_ms"})
+    unknown = sorted(set(options) - {"timeout_ms", "deadline", "max_steps", "max_transfers", "max_concurrency",
+                                     "retention_ms"})
     if unknown:
         raise WorkflowError("unknown workflow option", reason="unknown_key", details={"key": unknown[0]})
     retention = options.get("retention_ms")
     if retention is None:
         retention = compiled.retention_ms if compiled.retention_ms is not None else 60000
+    check_int(retention, "retention_ms", minimum=0, error=WorkflowError)
+    deadline = options.get("deadline")
+    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, int | float)
+                                 or not math.isfinite(deadline)):
+        raise WorkflowError("deadline is absolute time.monotonic() seconds", reason="invalid_value",
+                            details={"key": "deadline"})
     return WorkflowArgs(workflow_ref="wf-" + uuid.uuid4().hex, compiled=compiled,
-                        state=dict(state or {}), timeout_ms=options.get("timeout_ms"),
+                        state=check_json_object(state or {}, "state", error=WorkflowError),
+                        timeout_ms=options.get("timeout_ms"),
+                        deadline=None if deadline is None else float(deadline),
                         max_steps=options.get("max_steps"), max_transfers=options.get("max_transfers"),
                         max_concurrency=options.get("max_concurrency"), retention_ms=int(retention), **extra)
 
@@ -86,11 +109,13 @@ def start_workflow(compiled: CompiledWorkflow, state: Any = None, *, system: Act
     """Start a workflow; returns its ref at once.
 
     Options: ``timeout_ms`` (one absolute deadline for the whole workflow; default the spec's ``timeout``),
+    ``deadline`` (an absolute ``time.monotonic()`` deadline in seconds; with a timeout too, the earlier applies),
     ``max_steps``, ``max_transfers``, ``max_concurrency`` (runtime bounds), ``retention_ms``.
 
     Raises:
         WorkflowError: ``invalid_input`` (input schema), ``invalid_value``, ``unknown_key``.
     """
+    check_timeout(timeout, error=WorkflowError)
     handle = _system(system)
     return _launch(handle, _args(_check_compiled(compiled), state, options), timeout)
 
@@ -103,6 +128,7 @@ def wait_workflow(ref: WorkflowRef, timeout: float | None = None, *,
         AskTimeout: no outcome before ``timeout``.
         WorkflowError: ``not_found`` (unknown, past its retention, or its host died).
     """
+    check_timeout(timeout, error=WorkflowError)
     handle = _system(system)
     try:
         outcome: Outcome = handle.ask(_target(handle, ref), WaitWorkflow(), timeout)
@@ -116,15 +142,20 @@ def run_workflow(compiled: CompiledWorkflow, state: Any = None, *, system: Actor
                  timeout: float | None = None, **options: Any) -> Outcome:
     """Start a workflow and wait for its outcome (``timeout`` in seconds bounds the wait; default: the workflow's
     own deadline plus a little, or the node's ask timeout)."""
+    check_timeout(timeout, error=WorkflowError)
     handle = _system(system)
     ref = start_workflow(compiled, state, system=handle, **options)
     deadline_ms = options.get("timeout_ms", _check_compiled(compiled).timeout)
+    bounds = [deadline_ms / 1000.0] if deadline_ms is not None else []
+    if options.get("deadline") is not None:
+        bounds.append(max(0.0, float(options["deadline"]) - time.monotonic()))
     wait = timeout if timeout is not None else (
-        deadline_ms / 1000.0 + 5.0 if deadline_ms is not None else max(handle.settings.ask_timeout_s, 300.0))
+        min(bounds) + 5.0 if bounds else max(handle.settings.ask_timeout_s, 300.0))
     return wait_workflow(ref, wait, system=handle)
 
 
 def _ask(ref: WorkflowRef, request: Any, system: ActorSystemHandle | None, timeout: float | None) -> Any:
+    check_timeout(timeout, error=WorkflowError)
     handle = _system(system)
     try:
         return handle.ask(_target(handle, ref), request, timeout)
@@ -148,6 +179,7 @@ def workflow_checkpoint(ref: WorkflowRef, *, system: ActorSystemHandle | None = 
 def cancel_workflow(ref: WorkflowRef, reason: str = "cancelled", *, system: ActorSystemHandle | None = None,
                     timeout: float | None = None) -> None:
     """Cancel: active workers are killed; the outcome becomes ``Cancelled(reason, last checkpoint)``."""
+    check_text(reason, "reason", error=WorkflowError, max_bytes=MAX_REASON_BYTES)
     _ask(ref, CancelWorkflow(reason=reason), system, timeout)
 
 
@@ -160,9 +192,11 @@ def resume_workflow(compiled: CompiledWorkflow, checkpoint: Any, *, resume_input
     Raises:
         WorkflowError: ``invalid_checkpoint``, ``checkpoint_mismatch``, ``invalid_resume_input``.
     """
+    check_timeout(timeout, error=WorkflowError)
+    checkpoint = check_json_object(checkpoint, "checkpoint", error=WorkflowError) if checkpoint else None
+    resume_input = check_json(resume_input, "resume_input", error=WorkflowError, reason="invalid_resume_input")
     handle = _system(system)
-    args = _args(_check_compiled(compiled), {}, options, checkpoint=dict(checkpoint) if checkpoint else None,
-                 resume_input=resume_input)
+    args = _args(_check_compiled(compiled), {}, options, checkpoint=checkpoint, resume_input=resume_input)
     return _launch(handle, args, timeout)
 
 
@@ -180,6 +214,9 @@ def start_workflow_invocation(compiled: CompiledWorkflow, state: Any = None, *, 
     Raises:
         WorkflowError: ``already_exists`` and the validation errors of :func:`start_workflow`.
     """
+    check_timeout(timeout, error=WorkflowError)
+    check_optional_id(invocation_id, "invocation_id", error=WorkflowError)
+    check_int(lease_ms, "lease_ms", minimum=1, error=WorkflowError)
     handle = _system(system)
     compiled = _check_compiled(compiled)
     invocation_id = invocation_id or "inv-" + uuid.uuid4().hex
@@ -200,6 +237,7 @@ def start_workflow_invocation(compiled: CompiledWorkflow, state: Any = None, *, 
 
 def workflow_invocation_status(invocation_id: str, *, ledger: Any) -> dict[str, Any]:
     """The ledger's view: ``{"state" (phase), "owned", "checkpoint_seq", "workflow_id", "version", "kind", ...}``."""
+    check_id(invocation_id, "invocation_id", error=WorkflowError)
     status = ledger.workflow_invocation_status(invocation_id)
     return {"invocation_id": status.invocation_id, "workflow_id": status.workflow_id, "version": status.version,
             "kind": status.kind, "state": status.state, "phase": status.state, "owned": status.owned,
@@ -217,6 +255,10 @@ def resume_workflow_invocation(invocation_id: str, compiled: CompiledWorkflow, *
         WorkflowError: ``not_found``, ``not_resumable``, ``workflow_mismatch``.
         ConcurrencyConflict: ``lease_held`` while another coordinator holds a live lease.
     """
+    check_id(invocation_id, "invocation_id", error=WorkflowError)
+    check_timeout(timeout, error=WorkflowError)
+    check_int(lease_ms, "lease_ms", minimum=1, error=WorkflowError)
+    resume_input = check_json(resume_input, "resume_input", error=WorkflowError, reason="invalid_resume_input")
     handle = _system(system)
     compiled = _check_compiled(compiled)
     args = _args(compiled, {}, options)
@@ -238,6 +280,7 @@ def resume_workflow_invocation(invocation_id: str, compiled: CompiledWorkflow, *
 
 def delete_workflow_invocation(invocation_id: str, *, ledger: Any, force: bool = False) -> bool:
     """Remove a finished (or, with ``force``, any) invocation from the ledger; returns whether it existed."""
+    check_id(invocation_id, "invocation_id", error=WorkflowError)
     deleted: bool = ledger.delete_workflow_invocation(invocation_id, force=force)
     return deleted
 
