@@ -316,9 +316,10 @@ def test_a_malformed_call_batch_fails_the_turn_closed(
         system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
     emu.set_script({"rules": [{"when": {}, "respond": {"function_calls": [{"name": "{unset}", "args": {}}]}}]})
     agent = spawn(unique("Malformed"), config_for(emu), [FunctionTool(get_weather)])
-    with pytest.raises(ToolError) as info:
+    with pytest.raises(ProviderError) as info:  # model output is untrusted: refused before any tool runs
         prompt(agent, "go", system=system, timeout=30)
-    assert info.value.reason == "invalid_call"
+    assert info.value.reason == "invalid_model_output"
+    assert info.value.details["cause"] == "invalid_function_name"
     assert agent_history(agent, system=system) == []
 
 

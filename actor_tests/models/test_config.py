@@ -6,7 +6,7 @@ import pytest
 
 from adk_actors import models
 from adk_actors.errors import ConfigError, ProviderError
-from adk_actors.models.gemini.config import parse_config, resolve_api_key, resolve_base_url
+from adk_actors.models.gemini.config import DEFAULT_REQUEST_TIMEOUT_S, parse_config, resolve_api_key, resolve_base_url
 from adk_actors.secrets import Secret
 
 
@@ -20,7 +20,7 @@ def test_defaults_use_flash_lite_and_no_generation_config():
     cfg = parse_config({})
     assert cfg.model == "gemini-3.1-flash-lite"
     assert cfg.generation_config_wire == {} and cfg.safety_settings_wire == ()
-    assert cfg.retry.max_attempts == 1 and cfg.request_timeout_s is None
+    assert cfg.retry.max_attempts == 1 and cfg.request_timeout_s == DEFAULT_REQUEST_TIMEOUT_S == 60.0
 
 
 @pytest.mark.parametrize(("config", "path"), [

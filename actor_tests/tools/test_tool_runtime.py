@@ -86,7 +86,9 @@ def test_tool_context_has_reference_fields_and_no_service_handles() -> None:
 
     names = {f.name for f in dataclasses.fields(ToolContext)}
     assert names == {"invocation_id", "agent_name", "function_call_id", "app_name", "user_id", "session_id",
-                     "state", "actions"}
+                     "state", "actions", "ancestry"}
+    context = ToolContext(invocation_id="i", agent_name="A", function_call_id="c")
+    assert context.call_id == "c"  # the reference's name beside ours
 
 
 def test_tool_actions_record_json_safe_state() -> None:

@@ -40,11 +40,11 @@ from typing import Any
 from adk_actors.admission.messages import Release
 from adk_actors.agents.instructions import render_template
 from adk_actors.agents.lanes import Lanes
-from adk_actors.agents.messages import Delegated, Describe, GetHistory, Invoke, Prompt
+from adk_actors.agents.messages import Delegated, Describe, GetHistory, Invoke, Prompt, PromptOutcome
 from adk_actors.agents.runner_exec import RunnerMixin, RunnerState
 from adk_actors.agents.runner_turn import CancelTurn, RunnerTurn, TurnAccepted
 from adk_actors.agents.spec import LEGACY_APP, AgentSpec, check_ancestry, compile_spec_catalog
-from adk_actors.agents.toolexec import CONFIRMATION_REASON, STATE_DELTA_KEY
+from adk_actors.agents.toolexec import ACTIONS_KEY, CONFIRMATION_REASON, STATE_DELTA_KEY
 from adk_actors.content.canonical import canonical_dumps
 from adk_actors.content.json_values import copy_json
 from adk_actors.content.parts import FunctionCallPart
@@ -65,6 +65,7 @@ from adk_actors.errors import (
     ValidationError,
 )
 from adk_actors.models import ModelResponse, as_response, generate_response
+from adk_actors.models.results import check_response
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 from adk_actors.schema import compile_schema
@@ -123,6 +124,12 @@ class _Turn:
     passed up to the caller with the turn's own ``output_key`` value."""
     after_config: Callable[[], None] | None = None
     """What runs once the turn's config is resolved (default: the first model call)."""
+    outcome: bool = False
+    """Answer a :class:`PromptOutcome` (the caller is an orchestration watching for escalation)."""
+    escalate: bool = False
+    """A tool of this turn escalated."""
+    transfer: str | None = None
+    """The sub-agent a tool of the current round handed the turn to (taken once the round is answered)."""
 
 
 def _load(token: Any, service: Any, agent: str, key: str) -> list[Any]:
@@ -167,7 +174,8 @@ class _SendTelemetry:
 
 
 def _ms(value: int | None) -> float:
-    return float("inf") if value is None else value / 1000.0
+    # Clamped at the horizon: a huge integer (run_timeout=10**5000) must not overflow float division in a handler.
+    return float("inf") if value is None else min(value, _HORIZON_S * 1000) / 1000.0
 
 
 _HORIZON_S = 30 * 86400.0
@@ -252,7 +260,7 @@ class AgentActor(RunnerMixin, GenServer):
         assert spec is not None
         if isinstance(request, Prompt):
             self._enqueue(_Turn(ctx=ctx, lane=_COMPAT_LANE, compat=True, input=request.input, ancestry=(),
-                                scope={}))
+                                scope={}, outcome=request.outcome))
             return DEFERRED
         if isinstance(request, Invoke):
             check_ancestry(spec.name, request.ancestry)
@@ -466,6 +474,9 @@ class AgentActor(RunnerMixin, GenServer):
                           details={"agent": self.spec.name})
 
     def _call_model(self, turn: _Turn) -> None:
+        if turn.transfer is not None:  # the round handed the turn over: the sub-agent answers instead of the model
+            self._transfer(turn)
+            return
         if turn.runner is not None and not self._runner_prepare_call(turn):
             return
         deadline = self._bounded(turn)
@@ -571,6 +582,11 @@ class AgentActor(RunnerMixin, GenServer):
                     "the model call passed its deadline", reason="agent_call_timeout",
                     details={"agent": self.spec.name})
             self._finish(turn, None, error or AgentError("no model response", reason="empty_response"))
+            return
+        try:  # callbacks may have replaced the answer: whatever reaches history and events is validated here
+            response = check_response(response)
+        except AdkError as err:
+            self._finish(turn, None, err)
             return
         if turn.runner is not None:
             self._runner_on_model(turn, response)
@@ -711,7 +727,8 @@ class AgentActor(RunnerMixin, GenServer):
             self._failed(turn, index, ToolError("the tool needs confirmation, which needs a runner",
                                                 reason=CONFIRMATION_REASON))
             return
-        context = {"invocation_id": turn.invocation_id, "agent_name": spec.name, **turn.scope, "state": turn.state}
+        context = {"invocation_id": turn.invocation_id, "agent_name": spec.name, **turn.scope, "state": turn.state,
+                   "ancestry": (*turn.ancestry, spec.name)}
         hooks = tuple(h for h in spec.callback_hooks if h.endswith("_tool"))
         turn.tool_started[index] = time.monotonic()
         self._emit(turn, "agent.tool.start", {}, tool=name, call_id=str(call_id or ""))
@@ -739,6 +756,10 @@ class AgentActor(RunnerMixin, GenServer):
             if isinstance(delta, dict) and (turn.runner is not None or turn.commit):
                 (turn.runner.state_delta if turn.runner is not None else turn.delta).update(delta)
                 turn.state.update(delta)
+        if isinstance(value, dict) and ACTIONS_KEY in value:
+            value = dict(value)
+            if not self._tool_actions(turn, index, value.pop(ACTIONS_KEY)):
+                return
         if turn.runner is not None and isinstance(value, dict) and value.get("type") == "suspension":
             self._runner_suspend(turn, index, value)
             return
@@ -804,7 +825,59 @@ class AgentActor(RunnerMixin, GenServer):
         if turn.runner is not None:
             self._runner_end(turn, value, error)  # boundary events, temp state and permit, then _complete
             return
+        if turn.outcome and error is None:
+            value = PromptOutcome(output=value, escalate=turn.escalate)
         self._complete(turn, value, error)
+
+    # ---- tool control actions -------------------------------------------------------------------------------------
+    def _tool_actions(self, turn: _Turn, index: int, control: Any) -> bool:
+        """Take a tool's control actions (``escalate``, ``transfer_to_agent``); False when the call was failed
+        instead (a transfer to an agent that is not a sub-agent)."""
+        if not isinstance(control, dict):
+            return True
+        target = control.get("transfer_to_agent")
+        if target is not None and target not in self.sub_names:
+            self._failed(turn, index, ToolError("transfer_to_agent names no sub-agent of this agent",
+                                                reason="invalid_transfer_target"))
+            return False
+        if control.get("escalate") is True:
+            turn.escalate = True
+        if target is not None:
+            turn.transfer = target
+        if turn.runner is not None:
+            turn.runner.control.update({k: v for k, v in control.items() if k in ("escalate", "transfer_to_agent")})
+        return True
+
+    def _transfer(self, turn: _Turn) -> None:
+        """Hand the turn to ``turn.transfer``: it answers the turn's input under this invocation's ancestry, and its
+        output is the turn's."""
+        assert self.spec is not None
+        target, turn.transfer = turn.transfer, None
+        deadline = self._bounded(turn)
+        if deadline is None or target is None:
+            return
+        request = Invoke(input=turn.input, ancestry=(*turn.ancestry, self.spec.name), state=turn.state,
+                         root_global_instruction=self._root_global(turn),
+                         commit=turn.runner is not None or turn.commit, **turn.scope)
+        self.call(target, request, deadline, lambda value, error: self._on_transfer(turn, target, value, error))
+
+    def _on_transfer(self, turn: _Turn, target: str, value: Any, error: AdkError | None) -> None:
+        if turn.done:
+            return
+        if error is not None:
+            self._finish(turn, None, error)
+            return
+        delta: dict[str, Any] = {}
+        if isinstance(value, Delegated):
+            delta, value = dict(value.state_delta), value.output
+        content = {"schema_version": 1, "parts": [{"type": "text", "text": value}]} if isinstance(value, str) \
+            else value
+        if turn.runner is not None:
+            self._runner_transferred(turn, target, value, content, delta)
+            return
+        turn.history.append({"role": "model", "content": content})
+        turn.delta.update(delta)
+        self._finish(turn, Delegated(output=value, state_delta=dict(turn.delta)) if turn.commit else value, None)
 
     def _complete(self, turn: _Turn, value: Any, error: AdkError | None) -> None:
         """The turn's end: telemetry, the compatibility conversation, the answer, the lane."""

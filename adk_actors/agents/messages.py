@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Delegated", "Describe", "GetHistory", "Invoke", "Prompt"]
+__all__ = ["Delegated", "Describe", "GetHistory", "Invoke", "Prompt", "PromptOutcome"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -14,6 +14,19 @@ class Prompt:
 
     input: Any
     """The user's input: ``str`` or a content dict."""
+    outcome: bool = False
+    """Answer with a :class:`PromptOutcome` (the output and the turn's control actions) instead of the output;
+    orchestrations (``loop``) use it to see an escalation."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptOutcome:
+    """The answer to a :class:`Prompt` with ``outcome``."""
+
+    output: Any
+    """The output, as a plain :class:`Prompt` answers it."""
+    escalate: bool = False
+    """A tool of the turn escalated (``tool_context.actions.escalate``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -109,6 +109,8 @@ class RunnerState:
     """State the round's tools wrote (``tool_context.actions``), stored with the round's tool event."""
     streamed: list[str] = field(default_factory=list)
     """Text streamed by the current model call (checked against the policy's content budget as it arrives)."""
+    control: dict[str, Any] = field(default_factory=dict)
+    """Control actions the round's tools recorded (``escalate``, ``transfer_to_agent``), for its tool event."""
 
     @property
     def ref(self) -> SessionRef:
@@ -383,13 +385,13 @@ class RunnerMixin:
         delta = claim_delta(found.continuation_id)
         if pause.reason == "long_running":
             # The terminal response is recorded against the original call: its invocation, its call id and
-            # (a function-response part has no field for it) its thought signature in the provider metadata.
+            # (a function-response part has no field for it) its thought signature in the event's own field.
             part = FunctionResponsePart(name=call["name"], id=call.get("id"), response=response).to_dict()
             signature = call.get("thought_signature")
             claim = Event.new(invocation_id=turn.invocation_id, author=self.spec.name,
                               content={"schema_version": 1, "parts": [part]},
                               actions=EventActions(state_delta=delta),
-                              provider_metadata={"thought_signature": signature} if signature else None)
+                              thought_signature=signature or None)
             turn.responses[gated] = part
             runner.persisted.add(gated)
         else:
@@ -543,7 +545,12 @@ class RunnerMixin:
         name = self.spec.name
         if response.function_calls:
             runner.approved.clear()  # an approval covers one call of one round, never a later one
-            event = Event.new(invocation_id=turn.invocation_id, author=name, content=response.content)
+            try:
+                event = Event.new(invocation_id=turn.invocation_id, author=name, content=response.content,
+                                  provider_metadata=response.provider_metadata)
+            except AdkError as err:  # an answer the event model refuses fails the turn, never the actor
+                self._finish(turn, None, err)
+                return
             self._persist(turn, event, lambda: self._dispatch_calls(turn, response))
             return
         try:
@@ -561,8 +568,13 @@ class RunnerMixin:
         if self.spec.output_key:
             delta[self.spec.output_key] = json.loads(response.text) if self.spec.output_schema is not None \
                 else output
-        final = Event.new(invocation_id=turn.invocation_id, author=name, content=response.content, is_final=True,
-                          actions=EventActions(state_delta=delta))
+        try:
+            final = Event.new(invocation_id=turn.invocation_id, author=name, content=response.content,
+                              is_final=True, actions=EventActions(state_delta=delta),
+                              provider_metadata=response.provider_metadata)
+        except AdkError as err:
+            self._finish(turn, None, err)
+            return
         self._persist(turn, final, lambda: self._finish(turn, TurnResult(kind="completed", output=output), None),
                       boundary=True)
 
@@ -600,7 +612,7 @@ class RunnerMixin:
         if tool_timeout is not None:
             deadline = min(deadline, time.monotonic() + tool_timeout / 1000.0)
         context = {"invocation_id": turn.invocation_id, "agent_name": self.spec.name, **turn.scope,
-                   "state": turn.state}
+                   "state": turn.state, "ancestry": (*turn.ancestry, self.spec.name)}
         if index in runner.approved or tool.confirmation == "never":
             self._execute(turn, index, tool, args, context, deadline)
             return
@@ -673,8 +685,23 @@ class RunnerMixin:
         runner = turn.runner
         assert runner is not None
         delta, runner.state_delta = runner.state_delta, {}
+        control, runner.control = runner.control, {}
         return Event.new(invocation_id=turn.invocation_id, author=self.spec.name,
-                         content={"schema_version": 1, "parts": parts}, actions=EventActions(state_delta=delta))
+                         content={"schema_version": 1, "parts": parts},
+                         actions=EventActions(state_delta=delta, escalate=control.get("escalate", False),
+                                              transfer_to_agent=control.get("transfer_to_agent")))
+
+    def _runner_transferred(self, turn: _Turn, target: str, output: Any, content: Any,
+                            delta: dict[str, Any]) -> None:
+        """The sub-agent a tool transferred to answered: its answer is the invocation's final event (its author)."""
+        try:
+            final = Event.new(invocation_id=turn.invocation_id, author=target, content=content, is_final=True,
+                              actions=EventActions(state_delta=delta))
+        except AdkError as err:
+            self._finish(turn, None, err)
+            return
+        self._persist(turn, final, lambda: self._finish(turn, TurnResult(kind="completed", output=output), None),
+                      boundary=True)
 
     def _runner_round_end(self, turn: _Turn) -> None:
         parts = self._unpersisted_parts(turn)

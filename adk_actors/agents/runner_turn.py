@@ -52,6 +52,8 @@ __all__ = [
 
 DEFAULT_MAX_STREAM_OUTPUT_BYTES = 16 * 1024 * 1024
 MAX_STREAM_OUTPUT_BYTES = 64 * 1024 * 1024
+MAX_RUN_TIMEOUT_MS = 365 * 86400 * 1000
+"""A year: any larger ``run_timeout`` is a typo, and an unbounded int overflows deadline arithmetic."""
 PAUSE_PREFIX = "adk_pause:"
 OPEN, CONSUMED = "open", "consumed"
 _STREAMING_MODES = ("none", "text", "content")
@@ -140,7 +142,7 @@ def runner_options(**options: Any) -> RunnerOptions:
     if not isinstance(context, ContextPolicy):
         context = ContextPolicy.from_config(context)
     return RunnerOptions(
-        run_timeout_ms=_int(options.get("run_timeout"), "run_timeout", none=True),
+        run_timeout_ms=_int(options.get("run_timeout"), "run_timeout", none=True, maximum=MAX_RUN_TIMEOUT_MS),
         max_llm_calls=_int(options.get("max_llm_calls", 32), "max_llm_calls"),
         max_tool_rounds=_int(options.get("max_tool_rounds", 16), "max_tool_rounds", minimum=0),
         streaming_mode=mode,
@@ -148,7 +150,8 @@ def runner_options(**options: Any) -> RunnerOptions:
                                      "max_stream_output_bytes", maximum=MAX_STREAM_OUTPUT_BYTES),
         tool_mode=tool_mode,
         max_concurrency=_int(tools.get("max_concurrency", 8), "tool_execution.max_concurrency"),
-        tool_timeout_ms=_int(tools.get("tool_timeout"), "tool_execution.tool_timeout", none=True),
+        tool_timeout_ms=_int(tools.get("tool_timeout"), "tool_execution.tool_timeout", none=True,
+                             maximum=MAX_RUN_TIMEOUT_MS),
         context_policy=context, admission=admission, runtime_policy=policy)
 
 

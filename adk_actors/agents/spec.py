@@ -38,7 +38,7 @@ from adk_actors.runtime.callables import CallableRef, callable_ref
 from adk_actors.schema import compile_schema
 from adk_actors.secrets import Secret, prune_secrets
 from adk_actors.tools import Tool, compile_catalog, is_inline, is_parallel_safe, tool_declaration
-from adk_actors.tools.catalog import ToolCatalog
+from adk_actors.tools.catalog import ToolCatalog, Toolset
 
 __all__ = [
     "AGENT_KEYS",
@@ -129,6 +129,8 @@ class ToolSpec:
     """Whether the agent may run the tool in its own process instead of the worker pool."""
     confirmation: str = "never"
     """``never``, ``always`` (fails closed without a runner) or ``dynamic`` (the gate runs with the tool)."""
+    source: str = "tool"
+    """``"tool"`` or ``"toolset:<name>"`` (named in ``duplicate_tool_name`` errors)."""
 
 
 class _Declared:
@@ -195,7 +197,13 @@ def compile_spec_catalog(spec: AgentSpec) -> tuple[ToolCatalog, list[dict[str, A
         ToolError: reason ``duplicate_tool_name`` and the other catalog reasons.
         SchemaError: a schema is invalid.
     """
-    catalog = compile_catalog([_Declared(t) for t in spec.tools], sub_agents=spec.sub_agent_names())
+    toolsets: dict[str, list[_Declared]] = {}
+    for t in spec.tools:
+        if t.source != "tool":
+            toolsets.setdefault(t.source.removeprefix("toolset:"), []).append(_Declared(t))
+    catalog = compile_catalog([_Declared(t) for t in spec.tools if t.source == "tool"],
+                              [Toolset.of(name, members) for name, members in toolsets.items()],
+                              sub_agents=spec.sub_agent_names())
     declarations = catalog.declarations()
     for sub in spec.sub_agents:
         agent_tool = _Declared(ToolSpec(name=sub.name, description=sub.description, schema=AGENT_TOOL_SCHEMA))
@@ -213,7 +221,14 @@ def _timeout_ms(value: Any) -> int | None:
     return int(value)
 
 
-def _tool_spec(tool: Any) -> ToolSpec:
+def _tool_specs(item: Any) -> list[ToolSpec]:
+    """A tool's spec, or one spec per tool of a toolset snapshot (its source named for collision errors)."""
+    if not isinstance(item, Toolset):
+        return [_tool_spec(item)]
+    return [_tool_spec(t, source=f"toolset:{item.name}") for t in item.members()]
+
+
+def _tool_spec(tool: Any, source: str = "tool") -> ToolSpec:
     from adk_actors.agents.agent_tool import AgentTool
 
     if not isinstance(tool, Tool):
@@ -221,7 +236,7 @@ def _tool_spec(tool: Any) -> ToolSpec:
     compiled = compile_schema(tool.schema())
     if isinstance(tool, AgentTool):
         return ToolSpec(name=tool.name, description=tool.description, schema=compiled.schema, agent=tool.agent,
-                        parallel_safe=True)
+                        parallel_safe=True, source=source)
     static = getattr(tool, "requires_confirmation", False)
     gate = getattr(tool, "require_confirmation", None)
     own_gate = getattr(tool, "_gate", None)  # FunctionTool keeps a static flag here
@@ -237,7 +252,8 @@ def _tool_spec(tool: Any) -> ToolSpec:
         raise ToolError("the tool cannot be sent to another process", reason="unpicklable_callable",
                         details={"tool": str(tool.name)[:128]}) from None
     return ToolSpec(name=tool.name, description=tool.description, schema=compiled.schema, payload=payload,
-                    parallel_safe=is_parallel_safe(tool), inline=is_inline(tool), confirmation=confirmation)
+                    parallel_safe=is_parallel_safe(tool), inline=is_inline(tool), confirmation=confirmation,
+                    source=source)
 
 
 def _sub_agents(raw: Any) -> tuple[SubAgent, ...]:
@@ -393,7 +409,7 @@ def build_spec(name: str, config: Mapping[str, Any], tools: Sequence[Any] = (), 
             generation.setdefault("response_mime_type", "application/json")
             generation["response_json_schema"] = output_schema
             model_config["generation_config"] = generation
-    specs = tuple(_tool_spec(t) for t in tools)
+    specs = tuple(spec for item in tools for spec in _tool_specs(item))
     spec = AgentSpec(name=name, model_config=model_config, description=description, tools=specs,
                      sub_agents=sub_agents, history_policy=history_policy, input_schema=input_schema,
                      output_schema=output_schema, output_key=output_key,

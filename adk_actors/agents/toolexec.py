@@ -22,9 +22,11 @@ from adk_actors.tools import (
     failed_function_response,
     tool_result_response,
 )
+from adk_actors.tools.context import running
 from adk_actors.tools.suspension import suspension_of
 
-__all__ = ["CONFIRMATION_REASON", "LONG_RUNNING_REASON", "check_gate", "execute_tool"]
+__all__ = ["ACTIONS_KEY", "CONFIRMATION_REASON", "LONG_RUNNING_REASON", "STATE_DELTA_KEY", "check_gate",
+           "execute_tool"]
 
 CONFIRMATION_REASON = "tool_confirmation_requires_runner"
 LONG_RUNNING_REASON = "long_running_requires_runner"
@@ -47,12 +49,15 @@ def check_gate(payload: bytes, args: dict[str, Any], call_id: str | None, contex
 
 
 STATE_DELTA_KEY = "adk_state_delta"
+ACTIONS_KEY = "adk_actions"
 
 
-def _with_delta(part: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
-    """The function response plus the state the tool wrote through ``tool_context.actions`` (the Runner stores it
-    with the round's tool event; other paths have no session and drop it)."""
-    return {**part, STATE_DELTA_KEY: delta} if delta else part
+def _with_delta(part: dict[str, Any], delta: dict[str, Any], control: dict[str, Any]) -> dict[str, Any]:
+    """The function response plus what the tool recorded through ``tool_context.actions``: the state it wrote
+    (the Runner stores it with the round's tool event; other paths have no session and drop it) and its control
+    actions (``escalate``, ``transfer_to_agent``), which the agent honours on every path."""
+    extra = {**({STATE_DELTA_KEY: delta} if delta else {}), **({ACTIONS_KEY: control} if control else {})}
+    return {**part, **extra}
 
 
 def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str | None,
@@ -79,15 +84,17 @@ def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str |
             error: BaseException = ToolError("the tool needs confirmation, which needs a runner",
                                              reason=CONFIRMATION_REASON)
             return failed_function_response(name, call_id, error).to_dict()
-        view = {**{k: v for k, v in context.items() if k != "state"}, "function_call_id": call_id}
+        view = {**{k: v for k, v in context.items() if k not in ("state", "ancestry")}, "function_call_id": call_id}
         if callbacks:
             decision = run_hook(callbacks, "before_tool", [name, copy_json(args)[0], dict(view)])
             if decision["action"] == "halt":
                 return tool_result_response(name, call_id, decision["value"]).to_dict()
             if decision["action"] == "replace" and isinstance(decision["value"], dict):
                 args = decision["value"]
-        part = call_tool_sync(tool, FunctionCallPart(name=name, args=args, id=call_id), ctx)
+        with running(ctx):
+            part = call_tool_sync(tool, FunctionCallPart(name=name, args=args, id=call_id), ctx)
         delta = dict(ctx.actions.state_delta)
+        control = ctx.actions.control()
         suspension = suspension_of(part.response)
         if suspension is not None:
             if runner:
@@ -98,8 +105,9 @@ def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str |
             decision = run_hook(callbacks, "after_tool", [name, copy_json(args)[0], dict(view),
                                                           copy_json(part.response)[0]])
             if decision["action"] == "replace":
-                return _with_delta(tool_result_response(name, call_id, decision["value"]).to_dict(), delta)
-        return _with_delta(part.to_dict(), delta)
+                return _with_delta(tool_result_response(name, call_id, decision["value"]).to_dict(), delta,
+                                   control)
+        return _with_delta(part.to_dict(), delta, control)
     except AdkError as err:
         return failed_function_response(name, call_id, err).to_dict()
     except Exception as exc:

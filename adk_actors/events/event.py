@@ -242,6 +242,7 @@ class EventActions:
 
 _EVENT_KEYS = frozenset({"schema_version", "id", "invocation_id", "author", "timestamp", "content", "partial",
                          "is_final", "actions", "provider_metadata", "error", "branch"})
+_OPTIONAL_EVENT_KEYS = frozenset({"thought_signature"})
 
 
 def _redact_part(part: Part) -> Part:
@@ -276,7 +277,12 @@ class Event:
     actions: EventActions = dataclasses.field(default_factory=EventActions)
     """Requested side effects."""
     provider_metadata: dict[str, Any] | None = None
-    """JSON-safe provider metadata (usage, finish reason, grounding), or ``None``."""
+    """JSON-safe provider metadata, or ``None``: on Runner events, the grounding envelope
+    ``{"schema_version": 1, "provider": "gemini", "type": "google_search_grounding", "metadata": {...}}`` of the
+    model answer (partial, tool-call or final) whose candidate carried grounding."""
+    thought_signature: str | None = None
+    """The thought signature of the function call an event answers when its content cannot carry it (a
+    long-running call's terminal response), or ``None``; in the JSON form only when set."""
     error: ErrorInfo | None = None
     """Structural error information when the event records a failure."""
     branch: str | None = None
@@ -294,6 +300,7 @@ class Event:
         if not isinstance(self.actions, EventActions):
             raise _type_fail("actions", "EventActions", self.actions)
         object.__setattr__(self, "provider_metadata", _opt_json_map(self.provider_metadata, "provider_metadata"))
+        _opt_str(self.thought_signature, "thought_signature")
         if self.error is not None and not isinstance(self.error, ErrorInfo):
             raise _type_fail("error", "ErrorInfo", self.error)
         _opt_str(self.branch, "branch")
@@ -302,7 +309,8 @@ class Event:
     def new(cls, *, invocation_id: str, author: str, content: Content | str | dict[str, Any] | None = None,
             partial: bool = False, is_final: bool = False, actions: EventActions | None = None,
             provider_metadata: dict[str, Any] | None = None, error: ErrorInfo | None = None,
-            branch: str | None = None, timestamp: float | None = None, id: str | None = None) -> Event:
+            branch: str | None = None, timestamp: float | None = None, id: str | None = None,
+            thought_signature: str | None = None) -> Event:
         """Create an event with a fresh uuid4-hex id and the current wall-clock timestamp.
 
         ``content`` may be a ``str`` (one text part), a content map or a :class:`Content`.
@@ -315,11 +323,11 @@ class Event:
                    timestamp=time.time() if timestamp is None else timestamp,
                    content=None if content is None else as_content(content), partial=partial,
                    is_final=is_final, actions=actions or EventActions(), provider_metadata=provider_metadata,
-                   error=error, branch=branch)
+                   error=error, branch=branch, thought_signature=thought_signature)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (every key present; see the module docs for the shape)."""
-        return {
+        """The JSON form (every key present but ``thought_signature``, which appears only when set)."""
+        out: dict[str, Any] = {
             "schema_version": EVENT_SCHEMA_VERSION,
             "id": self.id,
             "invocation_id": self.invocation_id,
@@ -333,6 +341,9 @@ class Event:
             "error": None if self.error is None else self.error.to_dict(),
             "branch": self.branch,
         }
+        if self.thought_signature is not None:
+            out["thought_signature"] = self.thought_signature
+        return out
 
     @classmethod
     def from_dict(cls, data: Any) -> Event:
@@ -342,7 +353,7 @@ class Event:
             EventError: reason ``invalid_event``, ``unknown_key`` or ``unsupported_schema_version``; content
                 failures are re-raised as ``EventError`` with the content reason in ``details["content_reason"]``.
         """
-        _check_keys(data, "event", _EVENT_KEYS)
+        _check_keys(data, "event", _EVENT_KEYS, _OPTIONAL_EVENT_KEYS)
         version = data["schema_version"]
         if isinstance(version, bool) or not isinstance(version, int) or version != EVENT_SCHEMA_VERSION:
             raise EventError("unsupported event schema version", reason="unsupported_schema_version",
@@ -361,7 +372,7 @@ class Event:
                    is_final=data["is_final"], actions=EventActions.from_dict(data["actions"]),
                    provider_metadata=data["provider_metadata"],
                    error=None if data["error"] is None else ErrorInfo.from_dict(data["error"]),
-                   branch=data["branch"])
+                   branch=data["branch"], thought_signature=data.get("thought_signature"))
 
     def redacted(self) -> Event:
         """A copy safe to show outside the trust boundary (logs, dev UI, remote agents).

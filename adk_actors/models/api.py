@@ -8,7 +8,14 @@ from typing import Any
 from adk_actors.errors import ProviderError
 from adk_actors.models.cancel import CancelToken
 from adk_actors.models.registry import provider_for
-from adk_actors.models.results import ModelResponse, ProviderResult, StreamFrame, as_response, plain_output
+from adk_actors.models.results import (
+    ModelResponse,
+    ProviderResult,
+    StreamFrame,
+    as_response,
+    check_response,
+    plain_output,
+)
 
 __all__ = ["capabilities", "generate", "generate_response", "stream", "stream_content", "validate_config"]
 
@@ -39,12 +46,13 @@ def validate_config(config: Mapping[str, Any]) -> None:
 
 def generate_response(config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *,
                       cancel: CancelToken | None = None) -> ModelResponse:
-    """One model turn as a :class:`ModelResponse`.
+    """One model turn as a :class:`ModelResponse` whose content the content model accepts.
 
     Raises:
-        ConfigError, ContentError, ProviderError: from validation and the provider (see the provider's docs).
+        ConfigError, ContentError, ProviderError: from validation and the provider (see the provider's docs);
+            ``ProviderError(reason="invalid_model_output")`` when the answer breaks the content model's rules.
     """
-    return as_response(provider_for(config).generate(config, history, tools, cancel=cancel))
+    return check_response(as_response(provider_for(config).generate(config, history, tools, cancel=cancel)))
 
 
 def generate(config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *,
@@ -68,7 +76,7 @@ def stream(config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[An
     Raises:
         ProviderError: ``unsupported_text_stream_part`` when the answer holds media; otherwise as the provider.
     """
-    return as_response(provider_for(config).stream(config, history, tools, on_delta, cancel=cancel))
+    return check_response(as_response(provider_for(config).stream(config, history, tools, on_delta, cancel=cancel)))
 
 
 def stream_content(config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any],
@@ -84,4 +92,4 @@ def stream_content(config: Mapping[str, Any], history: Sequence[Any], tools: Seq
     if not callable(method):
         raise ProviderError("this provider has no content stream", reason="unsupported",
                             details={"operation": "stream_content"})
-    return as_response(method(config, history, tools, on_frame, cancel=cancel))
+    return check_response(as_response(method(config, history, tools, on_frame, cancel=cancel)))

@@ -7,12 +7,20 @@ content dict for thoughts, media or calls, :class:`ProviderResult` when grounded
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from adk_actors.errors import ProviderError
+from adk_actors.content import check_json_safe, copy_json
+from adk_actors.content import validate as validate_content
+from adk_actors.errors import ContentError, ProviderError, ValidationError
 
-__all__ = ["ModelOutput", "ModelResponse", "ProviderResult", "StreamFrame", "as_response", "plain_output"]
+__all__ = ["ModelOutput", "ModelResponse", "ProviderResult", "StreamFrame", "as_response", "check_content",
+           "check_response", "checked_frame", "plain_output"]
+
+MAX_USAGE_BYTES = 64 * 1024
+"""Bound of a response's usage metadata (canonical JSON); real usage maps are a few hundred bytes."""
+_MAX_LABEL_CHARS = 256
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +124,87 @@ def as_response(output: ModelOutput) -> ModelResponse:
     content = _content_of(output)
     return ModelResponse(content=content, text=_visible_text(content), function_calls=_calls_of(content),
                          provider_metadata=metadata)
+
+
+def _invalid_output(where: str, err: ValidationError) -> ProviderError:
+    """Model output is untrusted input: what it broke, structurally (the content model's reason and limits, never
+    the rejected value), as the turn's error."""
+    safe = {k: v for k, v in err.details.items() if k in ("field", "limit", "max", "size", "part", "path")}
+    return ProviderError("the model returned output the content model rejects", reason="invalid_model_output",
+                         details={**safe, "where": where, "cause": err.reason})
+
+
+def check_content(content: Any, where: str = "content") -> dict[str, Any]:
+    """The content dict of a model answer (or one stream frame) as the content model holds it.
+
+    Raises:
+        ProviderError: reason ``invalid_model_output`` (``details["cause"]`` is the content model's reason, e.g.
+            ``limit_exceeded`` or ``invalid_json``; ``details["where"]`` says which member).
+    """
+    try:
+        valid = validate_content(content).to_dict()
+        # The content model allows NUL in text, but no session, event or request body can carry it: an answer
+        # that could never be stored or sent back is refused here rather than poisoning the conversation.
+        check_json_safe(valid)
+        return valid
+    except ValidationError as err:
+        raise _invalid_output(where, err) from None
+    except RecursionError:
+        raise ProviderError("the model returned output nested too deeply", reason="invalid_model_output",
+                            details={"where": where, "cause": "limit_exceeded"}) from None
+
+
+def _label(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > _MAX_LABEL_CHARS:
+        raise ProviderError("the model returned a malformed response field", reason="invalid_model_output",
+                            details={"where": where, "cause": "invalid_value"})
+    try:
+        check_json_safe(value)
+    except ValidationError as err:
+        raise _invalid_output(where, err) from None
+    return value
+
+
+def _json_member(value: Any, where: str, max_bytes: int | None) -> dict[str, Any]:
+    try:
+        copied, _size = copy_json(value, error=ContentError, field=where, max_bytes=max_bytes,
+                                  limit_name=f"max_{where}_bytes")
+    except ContentError as err:
+        raise _invalid_output(where, err) from None
+    if not isinstance(copied, dict):
+        raise ProviderError("the model returned a malformed response field", reason="invalid_model_output",
+                            details={"where": where, "cause": "invalid_value"})
+    return copied
+
+
+def check_response(response: ModelResponse) -> ModelResponse:
+    """``response`` with its content validated by the content model and ``text``/``function_calls`` derived from
+    that content, so nothing downstream (history, events, sessions, tool dispatch) meets a value it cannot hold.
+
+    Raises:
+        ProviderError: reason ``invalid_model_output`` (see :func:`check_content`).
+    """
+    content = check_content(response.content)
+    usage = _json_member(response.usage, "usage", MAX_USAGE_BYTES)
+    metadata = None if response.provider_metadata is None else _json_member(
+        response.provider_metadata, "provider_metadata", None)
+    return dataclasses.replace(
+        response, content=content, text=_visible_text(content), function_calls=_calls_of(content), usage=usage,
+        provider_metadata=metadata, finish_reason=_label(response.finish_reason, "finish_reason"),
+        model_version=_label(response.model_version, "model_version"),
+        response_id=_label(response.response_id, "response_id"))
+
+
+def checked_frame(frame: StreamFrame) -> StreamFrame:
+    """``frame`` with its content validated like :func:`check_response` (callbacks see only valid content).
+
+    Raises:
+        ProviderError: reason ``invalid_model_output``.
+    """
+    content = check_content(frame.content, "frame")
+    return dataclasses.replace(frame, content=content, text=_visible_text(content), function_calls=_calls_of(content))
 
 
 def plain_output(response: ModelResponse) -> str | dict[str, Any] | ProviderResult:

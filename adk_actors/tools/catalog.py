@@ -20,7 +20,7 @@ from adk_actors.errors import SchemaError, ToolError
 from adk_actors.schema import CompiledSchema, compile_schema, gemini_function_declaration
 from adk_actors.tools.base import Tool
 
-__all__ = ["CatalogEntry", "ToolCatalog", "Toolset", "compile_catalog", "tool_declaration"]
+__all__ = ["CatalogEntry", "ToolCatalog", "Toolset", "ToolsetMember", "compile_catalog", "tool_declaration"]
 
 
 def _digest(value: Any) -> str:
@@ -116,6 +116,77 @@ class Toolset:
         if self.loader is None:
             return self
         return Toolset(name=self.name, tools=_load(self.name, self.loader), loader=self.loader)
+
+    def members(self) -> tuple[Any, ...]:
+        """The snapshot's tools as an agent carries them: a static toolset's tools as they are; a dynamic one's as
+        :class:`ToolsetMember` values that re-load the backend when called and fail closed when it moved on."""
+        if self.loader is None:
+            return self.tools
+        out = []
+        for tool in self.tools:
+            declaration = tool_declaration(tool, source=f"toolset:{self.name}")[0]
+            out.append(ToolsetMember(toolset=self, name=declaration["name"], digest=_digest(declaration)))
+        return tuple(out)
+
+    def resolve(self, name: str, digest: str) -> Any:
+        """The backend's current tool ``name``, provided its declaration still has ``digest`` (the one the model
+        was shown).
+
+        Raises:
+            ToolError: reason ``tool_catalog_changed`` (removed or changed since the snapshot) or
+                ``toolset_load_failed``.
+        """
+        current = self.refresh()
+        for tool in current.tools:
+            declaration = tool_declaration(tool, source=f"toolset:{self.name}")[0]
+            if declaration["name"] == name:
+                if _digest(declaration) == digest:
+                    return tool
+                break
+        raise ToolError("tool catalog changed since the call was made", reason="tool_catalog_changed",
+                        details={"tool": name[:128], "toolset": self.name})
+
+
+class ToolsetMember:
+    """One tool of a dynamic toolset's snapshot, as an agent carries it.
+
+    The model is shown the snapshot's declaration; the backend is only materialized when the call runs (after
+    runtime policy, so a denied call never reaches a remote catalog), and a tool that was removed or whose
+    declaration changed since the snapshot fails closed as ``tool_catalog_changed`` until the toolset is
+    refreshed and the agent replaced.
+    """
+
+    def __init__(self, *, toolset: Toolset, name: str, digest: str) -> None:
+        self.toolset, self.name, self.digest = toolset, name, digest
+        snapshot = next(t for t in toolset.tools if t.name == name)
+        self.description = snapshot.description
+        self._schema = snapshot.schema()
+        self.parallel_safe = getattr(snapshot, "parallel_safe", False) is True
+        self.inline = getattr(snapshot, "inline", False) is True
+        self._resolved: Any = None
+
+    def schema(self) -> Any:
+        return self._schema
+
+    def _tool(self) -> Any:
+        # One job resolves once: its confirmation gate and its execution see the same materialized tool.
+        if self._resolved is None:
+            self._resolved = self.toolset.resolve(self.name, self.digest)
+        return self._resolved
+
+    def require_confirmation(self, args: dict[str, Any], context: Any) -> Any:
+        from adk_actors.tools.base import confirmation_for
+
+        return confirmation_for(self._tool(), args, context).to_dict()
+
+    def execute(self, args: dict[str, Any], context: Any) -> Any:
+        return self._tool().execute(args, context)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_resolved": None}
+
+    def __repr__(self) -> str:
+        return f"ToolsetMember(toolset={self.toolset.name!r}, name={self.name!r})"
 
 
 def _load(name: str, loader: Callable[[], Iterable[Any]]) -> tuple[Any, ...]:

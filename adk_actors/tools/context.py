@@ -1,14 +1,21 @@
-"""What a tool sees of its invocation: ids, a read-only scoped-state view and an action recorder.
+"""What a tool sees of its invocation: ids, a read-only scoped-state view, the agent ancestry and an action
+recorder.
 
 A ``ToolContext`` deliberately carries no service handles (sessions, artifacts, memory, credentials): a tool
-records state changes in :attr:`ToolContext.actions`, and the runner commits them in the tool's response event.
-Contexts pickle, because tools may run in worker processes.
+records state changes and control actions in :attr:`ToolContext.actions`, and the agent carries them into the
+round's tool event (see :class:`ToolActions`). Contexts pickle, because tools may run in worker processes.
+
+While a tool runs, its context's agent ancestry is the *current ancestry* (:func:`current_ancestry`): an agent the
+tool invokes through the facade (``adk_actors.invoke``, ``AgentTool.execute``) joins that ancestry instead of
+starting a fresh one, so a tool cannot reset cycle and depth protection.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +25,30 @@ from adk_actors.errors import ToolError, ValidationError
 from adk_actors.events import EventActions
 from adk_actors.secrets import prune_secrets
 
-__all__ = ["ReadOnlyState", "ToolActions", "ToolContext"]
+__all__ = ["ReadOnlyState", "ToolActions", "ToolContext", "current_ancestry", "running"]
 
 MAX_STATE_KEY_CHARS = 256
+MAX_ANCESTRY = 65
+"""Agents in one delegation chain: the root plus at most ``MAX_TREE_DEPTH`` (64) delegations."""
+MAX_AGENT_NAME_CHARS = 64
+
+_ANCESTRY: ContextVar[tuple[str, ...]] = ContextVar("adk_tool_ancestry", default=())
+
+
+def current_ancestry() -> tuple[str, ...]:
+    """The agent ancestry of the tool running in this context (root first, the calling agent last), ``()``
+    outside a tool."""
+    return _ANCESTRY.get()
+
+
+@contextmanager
+def running(context: ToolContext) -> Iterator[None]:
+    """Make ``context``'s ancestry the current one while a tool runs (see :func:`current_ancestry`)."""
+    token = _ANCESTRY.set(context.ancestry)
+    try:
+        yield
+    finally:
+        _ANCESTRY.reset(token)
 
 
 def _is_json_text(text: str) -> bool:
@@ -76,14 +104,23 @@ class ReadOnlyState(Mapping[str, Any]):
 
 @dataclass(slots=True, kw_only=True)
 class ToolActions:
-    """The side effects a tool asks for; the runner turns them into the response event's ``EventActions``."""
+    """The side effects a tool asks for. The agent carries them, merged over the round's calls, into the round's
+    tool event's ``EventActions`` under a Runner, and honours them on every path:
+
+    * ``state_delta`` is committed with that event (below a Runner, through the caller's session; without a
+      session it is dropped);
+    * ``escalate`` ends a :func:`~adk_actors.loop` orchestration after the turn, as an approval does;
+    * ``transfer_to_agent`` hands the turn to that sub-agent once the round is answered: it answers the turn's
+      input and its output is the turn's (a name that is not one of the agent's sub-agents fails the call with
+      ``invalid_transfer_target``).
+    """
 
     state_delta: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Scoped state keys to JSON values."""
     escalate: bool = False
-    """Whether to escalate to the parent agent."""
+    """Whether to escalate to the orchestration that runs this agent (ends a loop)."""
     transfer_to_agent: str | None = None
-    """An agent to transfer control to."""
+    """A sub-agent to hand the turn to."""
 
     def set_state(self, key: str, value: Any) -> None:
         """Record ``state[key] = value`` (a private JSON copy).
@@ -100,6 +137,28 @@ class ToolActions:
         except ValidationError as exc:
             raise ToolError("state value is not JSON-safe", reason="invalid_state",
                             details={"field": "value", "rule": exc.reason}) from None
+
+    def control(self) -> dict[str, Any]:
+        """The recorded control actions as JSON (``{"escalate": True}``, ``{"transfer_to_agent": name}``; only
+        those set).
+
+        Raises:
+            ToolError: reason ``invalid_action`` when ``escalate`` is not a bool or ``transfer_to_agent`` is not a
+                bounded non-empty str.
+        """
+        out: dict[str, Any] = {}
+        if not isinstance(self.escalate, bool):
+            raise ToolError("escalate is a bool", reason="invalid_action", details={"field": "escalate"})
+        target = self.transfer_to_agent
+        if target is not None and (not isinstance(target, str) or not target
+                                   or len(target) > MAX_AGENT_NAME_CHARS or not _is_json_text(target)):
+            raise ToolError("transfer_to_agent is an agent name", reason="invalid_action",
+                            details={"field": "transfer_to_agent"})
+        if self.escalate:
+            out["escalate"] = True
+        if target is not None:
+            out["transfer_to_agent"] = target
+        return out
 
     def to_event_actions(self) -> EventActions:
         """The recorded actions as an :class:`EventActions`.
@@ -120,7 +179,7 @@ class ToolContext:
     agent_name: str
     """The agent whose model called the tool."""
     function_call_id: str | None = None
-    """The provider's function-call id, when it gave one."""
+    """The provider's function-call id, when it gave one (also :attr:`call_id`, the reference's name)."""
     app_name: str = ""
     """The Runner's app name (empty for direct agent calls)."""
     user_id: str = ""
@@ -131,6 +190,14 @@ class ToolContext:
     """Read-only view of the invocation's scoped state (``x``, ``user:x``, ``app:x``, ``temp:x``)."""
     actions: ToolActions = dataclasses.field(default_factory=ToolActions)
     """Where the tool records state changes and control actions."""
+    ancestry: tuple[str, ...] = ()
+    """The agents of this invocation's delegation chain, root first, the calling agent last (private: a remote
+    toolset's :meth:`redacted` context does not carry it)."""
+
+    @property
+    def call_id(self) -> str | None:
+        """The provider's function-call id (the reference's ``call_id``; same as :attr:`function_call_id`)."""
+        return self.function_call_id
 
     def __post_init__(self) -> None:
         for name in ("invocation_id", "agent_name", "app_name", "user_id", "session_id"):
@@ -140,6 +207,12 @@ class ToolContext:
         if self.function_call_id is not None and not isinstance(self.function_call_id, str):
             raise ToolError("tool context field must be a str", reason="invalid_context",
                             details={"field": "function_call_id"})
+        ancestry = tuple(self.ancestry) if isinstance(self.ancestry, list | tuple) else None
+        if ancestry is None or len(ancestry) > MAX_ANCESTRY or not all(
+                isinstance(a, str) and 0 < len(a) <= MAX_AGENT_NAME_CHARS for a in ancestry):
+            raise ToolError("tool context ancestry is a bounded list of agent names", reason="invalid_context",
+                            details={"field": "ancestry", "max": MAX_ANCESTRY})
+        object.__setattr__(self, "ancestry", ancestry)
         if not isinstance(self.state, ReadOnlyState):
             object.__setattr__(self, "state", ReadOnlyState(self.state))
         if not isinstance(self.actions, ToolActions):
@@ -153,6 +226,6 @@ class ToolContext:
         return self.state.get(key, default)
 
     def redacted(self) -> ToolContext:
-        """A copy for a remote toolset: secret-named state keys pruned and a fresh action recorder."""
+        """A copy for a remote toolset: secret-named state keys pruned, no ancestry and a fresh action recorder."""
         return dataclasses.replace(self, state=ReadOnlyState(prune_secrets(dict(self.state.items()))),
-                                   actions=ToolActions())
+                                   actions=ToolActions(), ancestry=())

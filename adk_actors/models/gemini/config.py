@@ -23,7 +23,9 @@ __all__ = [
     "AGENT_KEYS",
     "DEFAULT_BASE_URL",
     "DEFAULT_MODEL",
+    "DEFAULT_REQUEST_TIMEOUT_S",
     "GENERATION_KEYS",
+    "NODE_BASE_URL_ENV",
     "PROVIDER_KEYS",
     "GeminiConfig",
     "RetryPolicy",
@@ -35,6 +37,9 @@ __all__ = [
 
 DEFAULT_MODEL = "gemini-3.1-flash-lite"
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+DEFAULT_REQUEST_TIMEOUT_S = 60.0
+"""Without ``request_timeout`` a call is still bounded: a silent or dripping server must not hold an I/O thread
+forever (the agent's ``agent_call_timeout`` has the same default)."""
 
 PROVIDER_KEYS = frozenset({
     "provider", "model", "api_key", "base_url", "request_timeout", "retry", "instructions", "global_instruction",
@@ -73,6 +78,7 @@ _BUILTIN_TOOLS = ("google_search",)
 _MODEL_RE = re.compile(r"^(?:(?:models|tunedModels)/)?[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _MAX_RETRY_ATTEMPTS = 10
+_MAX_TIMEOUT_MS = 365 * 86400 * 1000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,8 +101,8 @@ class GeminiConfig:
     """The config's key; ``None`` falls back to ``GEMINI_API_KEY`` at call time."""
     base_url: str | None = None
     """Service root without the version; ``None`` falls back to ``GEMINI_BASE_URL``, then the public endpoint."""
-    request_timeout_s: float | None = None
-    """Whole-request bound (non-streaming) and per connect/read wait (streaming); ``None``: no limit."""
+    request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
+    """Bound of the whole call (connect, every read, the total), streaming or not; ``None``: no limit."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     """Retry policy for retryable failures."""
     system_instruction: tuple[str, ...] = ()
@@ -135,7 +141,12 @@ def _check_keys(value: Any, allowed: frozenset[str], path: str) -> Mapping[str, 
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past float range (10**5000) is no usable number of anything
+        return False
 
 
 def _is_int(value: Any) -> bool:
@@ -319,8 +330,8 @@ def _retry(value: Any) -> RetryPolicy:
 def _timeout(value: Any) -> float | None:
     if value == "infinity":
         return None
-    if not _is_number(value) or value < 0:
-        raise _invalid("request_timeout", "a non-negative number of milliseconds or 'infinity'")
+    if not _is_number(value) or not 0 <= value <= _MAX_TIMEOUT_MS:
+        raise _invalid("request_timeout", "a number of milliseconds from 0 to a year, or 'infinity'")
     return max(value / 1000, 0.001)
 
 
@@ -393,7 +404,8 @@ def parse_config(config: Mapping[str, Any]) -> GeminiConfig:
         model=model.removeprefix("models/"),
         api_key=api_key,
         base_url=base_url,
-        request_timeout_s=_timeout(spec["request_timeout"]) if "request_timeout" in spec else None,
+        request_timeout_s=(_timeout(spec["request_timeout"]) if "request_timeout" in spec
+                           else DEFAULT_REQUEST_TIMEOUT_S),
         retry=_retry(spec["retry"]) if "retry" in spec else RetryPolicy(),
         system_instruction=(_instruction(spec.get("global_instruction"), "global_instruction")
                             + _instruction(spec.get("instructions"), "instructions")),
@@ -418,13 +430,23 @@ def resolve_api_key(cfg: GeminiConfig, environ: Mapping[str, str] | None = None)
     return Secret(value)
 
 
+NODE_BASE_URL_ENV = "ADK_GEMINI_BASE_URL"
+"""The node's ``gemini_base_url`` setting as every process of a node sees it: ``start()`` exports the resolved
+setting (from adk.toml, ``ADK_GEMINI_BASE_URL``/``GEMINI_BASE_URL`` or a keyword) into the node's environment."""
+
+
 def resolve_base_url(cfg: GeminiConfig, environ: Mapping[str, str] | None = None) -> str:
-    """The config's base URL, else ``GEMINI_BASE_URL``, else the public endpoint.
+    """Where a call goes: the config's ``base_url``, else the node's ``gemini_base_url`` setting
+    (``ADK_GEMINI_BASE_URL``), else ``GEMINI_BASE_URL``, else the public endpoint.
 
     Raises:
-        ConfigError: reason ``invalid_value`` for a malformed ``GEMINI_BASE_URL``.
+        ConfigError: reason ``invalid_value`` for a malformed setting or variable (``details["key"]`` names it).
     """
     if cfg.base_url is not None:
         return cfg.base_url
-    env = (os.environ if environ is None else environ).get("GEMINI_BASE_URL", "")
-    return check_base_url(env, "GEMINI_BASE_URL") if env else DEFAULT_BASE_URL
+    env = os.environ if environ is None else environ
+    node = env.get(NODE_BASE_URL_ENV, "")
+    if node:
+        return check_base_url(node, "gemini_base_url")
+    plain = env.get("GEMINI_BASE_URL", "")
+    return check_base_url(plain, "GEMINI_BASE_URL") if plain else DEFAULT_BASE_URL

@@ -25,10 +25,10 @@ from adk_actors.models.gemini.response import StreamAssembler, parse_response
 from adk_actors.models.gemini.sse import SseDecoder
 from adk_actors.models.gemini.transport import CallGuard, thread_session
 from adk_actors.models.gemini.wire import build_request
-from adk_actors.models.results import ModelResponse, StreamFrame
+from adk_actors.models.results import ModelResponse, StreamFrame, checked_frame
 from adk_actors.secrets import Secret
 
-__all__ = ["CAPABILITIES", "GeminiProvider"]
+__all__ = ["CAPABILITIES", "MAX_RESPONSE_BYTES", "GeminiProvider"]
 
 CAPABILITIES: dict[str, Any] = {
     "streaming": True, "function_calling": True, "structured_output": True, "multimodal": True, "thinking": True,
@@ -38,6 +38,10 @@ CAPABILITIES: dict[str, Any] = {
 _USER_AGENT = "adk-actors/0.1 (gemini-rest)"
 _READ_SIZE = 64 * 1024
 _MAX_ERROR_BODY = 1024 * 1024
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+"""Most bytes read from one answer (a unary body, or a whole SSE stream) before anything is parsed. The content
+limits cap inline data at 15 MiB (20 MiB as base64); the rest leaves room for text, calls and metadata. A larger
+body cannot become content the agent may hold, so it is refused before it costs memory."""
 _BACKOFF_BASE_S = 0.5
 
 
@@ -66,7 +70,10 @@ def _encode(body: dict[str, Any]) -> bytes:
 def _strict_json(text: str | bytes) -> Any:
     def reject(name: str) -> Any:
         raise ValueError(name)
-    return json.loads(text, parse_constant=reject)
+    try:
+        return json.loads(text, parse_constant=reject)
+    except RecursionError:  # a hostile body nested past the parser's stack: malformed, not a crash
+        raise ValueError("nesting") from None
 
 
 class _Prepared:
@@ -128,6 +135,35 @@ def _transport_error(guard: CallGuard, exc: BaseException, *, streaming: bool, s
 _TRANSPORT_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 
 
+def _too_large(limit: int) -> ProviderError:
+    return ProviderError("the Gemini answer is larger than any content the agent may hold",
+                         reason="response_too_large", details={"max_bytes": limit})
+
+
+def _read_capped(resp: requests.Response, guard: CallGuard, limit: int, *, truncate: bool) -> bytes:
+    """The body, read in pieces under the call's guard, refused (or, for an error body, cut) past ``limit``.
+
+    Raises:
+        ProviderError: ``response_too_large``; ``timeout``/``cancelled``/``connection_error`` from the transport.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        try:
+            chunk = resp.raw.read1(_READ_SIZE, decode_content=True)
+        except _TRANSPORT_ERRORS as exc:
+            raise _transport_error(guard, exc, streaming=False, started=False) from None
+        guard.check()
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        chunks.append(chunk)
+        if size > limit:
+            if truncate:
+                return b"".join(chunks)[:limit]
+            raise _too_large(limit)
+
+
 class GeminiProvider:
     """The ``"gemini"`` model provider (stateless; safe to share between threads)."""
 
@@ -177,12 +213,15 @@ class GeminiProvider:
         with guard.active():
             try:
                 resp = thread_session().post(f"{prepared.url_base}:generateContent", data=prepared.body,
-                                             headers=prepared.headers, timeout=prepared.timeout)
-                guard.check()
+                                             headers=prepared.headers, timeout=prepared.timeout, stream=True)
             except _TRANSPORT_ERRORS as exc:
                 raise _transport_error(guard, exc, streaming=False, started=False) from None
-        with resp:
-            status, content = resp.status_code, resp.content
+            try:
+                status = resp.status_code
+                content = _read_capped(resp, guard, MAX_RESPONSE_BYTES if status == 200 else _MAX_ERROR_BODY,
+                                       truncate=status != 200)
+            finally:
+                resp.close()
         if status != 200:
             raise error_from_body(status, content[:_MAX_ERROR_BODY], prepared.secrets)
         try:
@@ -225,7 +264,7 @@ class GeminiProvider:
 
     def _stream_once(self, prepared: _Prepared, on_frame: Callable[[StreamFrame], None],
                      cancel: CancelToken | None, delivered: list[int]) -> ModelResponse:
-        guard = CallGuard(cancel)
+        guard = CallGuard(cancel, prepared.cfg.request_timeout_s)
         with guard.active():
             try:
                 resp = thread_session().post(f"{prepared.url_base}:streamGenerateContent?alt=sse",
@@ -261,10 +300,11 @@ class GeminiProvider:
                                       details={"frame": assembler.frames}) from None
                 if isinstance(payload, Mapping) and "error" in payload:
                     raise error_from_payload(200, payload, prepared.secrets, midstream=True)
-                frame = assembler.feed(payload)
+                frame = checked_frame(assembler.feed(payload))
                 delivered[0] += 1
                 on_frame(frame)
 
+        received = 0
         while True:
             try:
                 chunk = resp.raw.read1(_READ_SIZE, decode_content=True)
@@ -273,6 +313,9 @@ class GeminiProvider:
             guard.check()
             if not chunk:
                 break
+            received += len(chunk)
+            if received > MAX_RESPONSE_BYTES:
+                raise _too_large(MAX_RESPONSE_BYTES)
             handle(decoder.feed(chunk))
         handle(decoder.close())
         if decoder.pending:

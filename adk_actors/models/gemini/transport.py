@@ -153,7 +153,9 @@ def _new_session() -> requests.Session:
     # config says, and https is always verified against the default trust store.
     session.trust_env = False
     session.verify = True
-    adapter = _GuardedAdapter(pool_connections=4, pool_maxsize=4, max_retries=0)
+    # One thread uses its session one call at a time: one keep-alive connection per server (at most 4 servers,
+    # least recently used dropped) bounds the fds a host keeps to host_io_threads x 4, however many calls fail.
+    adapter = _GuardedAdapter(pool_connections=4, pool_maxsize=1, max_retries=0)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     with _sessions_lock:
