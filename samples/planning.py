@@ -32,7 +32,7 @@ def _main(data: str) -> int:
               f"replans={outcome['replans']} plan_version={outcome['plan_version']}")
         print(f"result={outcome['result']}")
 
-        # Caller-controlled cancellation: the reference belongs to this process (a thread here runs the loop).
+        # Cancellation: the run is a stable run in the actor system (any client may await or cancel it by ref).
         slow = {**EXECUTOR, "config": {"delay_ms": 30_000}}   # "prepare" now takes 30 s
         ref = start_planning(PLANNER, slow, goal, {"invocation_id": "planning-cancel"}, timeout_ms=60_000)
         time.sleep(0.5)

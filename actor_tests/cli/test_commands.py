@@ -168,7 +168,8 @@ def test_doctor_opens_a_sql_session_backend(workdir: Path) -> None:
               env=_env(workdir, ADK_SESSION_BACKEND="sql"))
     assert out.returncode == 0, out.stdout
     assert json.loads(out.stdout)["checks"]["session_backend"] == {
-        "status": "ok", "backend": "sql", "dialect": "sqlite", "detail": "sql (sqlite) opens"}
+        "status": "ok", "backend": "sql", "dialect": "sqlite", "durability": "durable",
+        "detail": "sql (sqlite) opens; sessions survive restarts"}
     (workdir / "a-file").write_text("not a directory")
     bad = f"sqlite:///{workdir}/a-file/sessions.db"
     out = adk(workdir, "doctor", "--json", "--port", str(reserved_port()),

@@ -1,10 +1,8 @@
-"""Planning runs against the real actor system: callbacks in the worker pool, one deadline, bounded steps and
-replans, owner-bound cancellation, and plans that are data only."""
+"""Planning runs against the real actor system: stable runs whose callbacks run in the worker pool, one deadline,
+bounded steps and replans, cancellation, runs that outlive their caller, and plans that are data only."""
 
 from __future__ import annotations
 
-import base64
-import os
 import pickle
 import re
 import subprocess
@@ -16,7 +14,8 @@ from typing import Any
 import pytest
 
 from actor_tests.samples_runner import run_sample
-from adk_actors.errors import ConfigError, PolicyDenied, ValidationError
+from adk_actors import runs
+from adk_actors.errors import AskTimeout, ConfigError, ValidationError
 from adk_actors.planning import (
     MAX_PLAN_BYTES,
     PlanningRef,
@@ -123,59 +122,82 @@ def test_results_are_secret_pruned(system: ActorSystemHandle) -> None:
     assert outcome["result"] == {"api_key": "[REDACTED]", "ok": True}
 
 
-# ---- cancellation and ownership -------------------------------------------------------------------------------------
+# ---- cancellation, and runs that outlive their caller ----------------------------------------------------------------
 
-def test_the_owner_cancels_a_running_plan_and_its_active_job(system: ActorSystemHandle, tmp_path: Path) -> None:
+def test_a_cancel_stops_a_running_plan_and_kills_its_active_job(system: ActorSystemHandle, tmp_path: Path) -> None:
     touched = tmp_path / "finished"
     killed_before = pool_killed(system)
     ref = start_planning(planner([sleep("slow", 10, touched)]), EXECUTOR, "g", {}, max_steps=2, max_replans=0,
                          timeout_ms=20_000, system=system)
     time.sleep(0.5)  # let the step reach a worker
     started = time.monotonic()
-    cancel_planning(ref, "user_cancelled")
-    outcome = await_planning(ref, 5)
+    outcome = cancel_planning(ref, "user_cancelled", system=system)
     assert time.monotonic() - started < 3
     assert outcome == {"status": "cancelled", "reason": "user_cancelled", "steps_executed": 0, "replans": 0,
                        "plan_version": 1}
+    assert await_planning(ref, 5, system=system) == outcome
     assert pool_killed(system) > killed_before   # the busy worker was killed, not left to sleep
-    assert await_planning(ref, 1) == outcome     # awaiting again gives the same value
-    cancel_planning(ref, "again")                # idempotent once ended
+    assert await_planning(ref.run_id, 1, system=system) == outcome     # by bare run id, again: the same value
+    assert cancel_planning(ref, "again", system=system) == outcome     # idempotent once ended
+    assert runs.wait(ref.run_id, 1, system=system) == runs.Completed(outcome)
     assert not touched.exists()
 
 
 def test_a_started_run_can_be_awaited_after_it_completed(system: ActorSystemHandle) -> None:
     ref = start_planning(EXAMPLES, EXAMPLES, "goal", {"invocation_id": "i"}, timeout_ms=5000, system=system)
-    assert await_planning(ref, 10)["result"] == {"goal": "goal", "invocation_id": "i"}
-    assert isinstance(ref, PlanningRef) and ref.owner_pid == os.getpid()
+    assert await_planning(ref, 10, system=system)["result"] == {"goal": "goal", "invocation_id": "i"}
+    assert pickle.loads(pickle.dumps(ref)) == ref and isinstance(ref, PlanningRef)
+    assert await_planning(ref, 1, system=system)["status"] == "completed"
 
 
-_OTHER_PROCESS = """
-import base64, pickle, sys
-from adk_actors.errors import PolicyDenied
-from adk_actors.planning import await_planning, cancel_planning
-ref = pickle.loads(base64.b64decode(sys.argv[1]))
-for op in (lambda: await_planning(ref, 1), lambda: cancel_planning(ref, "stolen")):
-    try:
-        op()
-        print("allowed")
-    except PolicyDenied as err:
-        print(err.reason)
+def test_each_finished_step_is_an_event_of_the_run(system: ActorSystemHandle) -> None:
+    ref = start_planning(planner([echo("a", 1), fail("b", "flaky")], [echo("c", 3)]), EXECUTOR, "g", {},
+                         max_replans=1, timeout_ms=10_000, system=system)
+    items = list(runs.subscribe(ref.run_id, idle_timeout=20, system=system))
+    steps = [(i.item["step"], i.item["status"], i.item["plan_version"]) for i in items if not i.terminal]
+    assert steps == [("a", "ok", 1), ("b", "failed", 1), ("c", "ok", 2)]
+    assert items[-1].item == runs.Completed(await_planning(ref, 1, system=system))
+
+
+_CALLER = """
+import sys
+from adk_actors.planning import start_planning
+from adk_actors.runtime.system import attach
+from adk_actors.settings import Settings
+handle = attach(int(sys.argv[1]), Settings(hosts=int(sys.argv[2])), make_default=False)
+executor = {"module": "actor_tests.planning", "target": None, "config": {}}
+plan = {"version": 1, "steps": [{"id": "slow", "action": "sleep", "args": {"seconds": 1.5, "touch": sys.argv[3]}},
+                                {"id": "done", "action": "echo", "args": {"value": "survived"}}]}
+planner = {"module": "actor_tests.planning", "target": None, "config": {"plans": [plan]}}
+print(start_planning(planner, executor, "g", {}, timeout_ms=30_000, system=handle).run_id, flush=True)
+"""
+
+_READER = """
+import sys
+from adk_actors import runs
+from adk_actors.runtime.system import attach
+from adk_actors.settings import Settings
+handle = attach(int(sys.argv[1]), Settings(hosts=int(sys.argv[2])), make_default=False)
+outcome = runs.wait(sys.argv[3], 30, system=handle)
+print(outcome.output["status"], outcome.output["result"], outcome.output["steps_executed"])
 """
 
 
-def test_another_process_can_neither_await_nor_cancel_the_ref(system: ActorSystemHandle) -> None:
-    ref = start_planning(planner([sleep("slow", 2)]), EXECUTOR, "g", {}, timeout_ms=10_000, system=system)
-    token = base64.b64encode(pickle.dumps(ref)).decode()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_")}
-    result = subprocess.run([sys.executable, "-c", _OTHER_PROCESS, token], cwd=ROOT, env=env,
+def test_a_planning_run_outlives_the_process_that_started_it(system: ActorSystemHandle, tmp_path: Path) -> None:
+    touched = tmp_path / "slow-step-finished"
+    common = [str(system.port), str(system.settings.hosts)]
+    caller = subprocess.run([sys.executable, "-c", _CALLER, *common, str(touched)], cwd=ROOT,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False)
+    assert caller.returncode == 0, caller.stderr[-2000:]
+    run_id = caller.stdout.strip()
+    assert not touched.exists()  # the caller has exited while its run's first step is still sleeping
+    with pytest.raises(AskTimeout):
+        await_planning(run_id, 0.2, system=system)  # a client that stops waiting leaves the run running
+    reader = subprocess.run([sys.executable, "-c", _READER, *common, run_id], cwd=ROOT, stdin=subprocess.DEVNULL,
                             capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.split() == ["not_owner", "not_owner"]
-    assert await_planning(ref, 10)["status"] == "completed"   # the owner's run was untouched
-    with pytest.raises(PolicyDenied) as info:
-        await_planning(PlanningRef(ref.id, ref.owner_pid + 1), 1)
-    assert info.value.reason == "not_owner"
-    assert await_planning(pickle.loads(pickle.dumps(ref)), 1)["status"] == "completed"  # same process: fine
+    assert reader.returncode == 0, reader.stderr[-2000:]
+    assert reader.stdout.split() == ["completed", "survived", "2"]
+    assert touched.exists()
 
 
 # ---- plans are data --------------------------------------------------------------------------------------------------

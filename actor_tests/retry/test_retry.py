@@ -88,3 +88,44 @@ def test_policy_validation_only_ever_raises_config_error(config: dict[str, objec
         retry.RetryPolicy.from_config(config)
     except ConfigError:
         pass
+
+
+# ---- the absolute deadline ------------------------------------------------------------------------------------------
+
+def test_an_absolute_deadline_bounds_attempts_and_waits(system: ActorSystemHandle, tmp_path: Path) -> None:
+    counter = CrossProcessCounter(tmp_path / "attempts")
+    t0 = time.monotonic()
+    with pytest.raises(RetryExhausted) as info:
+        retry.execute(flaky, {"max_attempts": 50, "initial_delay": 200, "backoff_factor": 1.0, "timeout": 60_000},
+                      counter, 99, deadline=t0 + 0.7, system=system)   # earlier than the policy's timeout: it wins
+    assert info.value.reason == "retry_deadline"
+    assert time.monotonic() - t0 < 3
+    assert 1 <= counter.value < 50
+
+
+def test_a_hung_attempt_is_killed_at_the_absolute_deadline(system: ActorSystemHandle, tmp_path: Path) -> None:
+    counter = CrossProcessCounter(tmp_path / "attempts")
+    t0 = time.monotonic()
+    with pytest.raises(RetryExhausted) as info:
+        retry.execute(hang_first, {"max_attempts": 3, "attempt_timeout": 30_000, "initial_delay": 1}, counter,
+                      deadline=t0 + 1.5, system=system)
+    assert info.value.reason == "retry_deadline"
+    assert info.value.details["last_error"]["reason"] == "job_timeout"
+    assert time.monotonic() - t0 < 5   # not the attempt's 30 s
+    assert counter.value == 1
+
+
+def test_a_deadline_already_past_runs_no_attempt(system: ActorSystemHandle, tmp_path: Path) -> None:
+    counter = CrossProcessCounter(tmp_path / "attempts")
+    with pytest.raises(RetryExhausted) as info:
+        retry.execute(flaky, {"max_attempts": 3}, counter, 1, deadline=time.monotonic() - 1, system=system)
+    assert (info.value.reason, info.value.details["attempts"]) == ("retry_deadline", 0)
+    assert counter.value == 0
+
+
+@given(st.one_of(st.text(max_size=5), st.booleans(), st.just(float("nan")), st.just(float("inf")),
+                 st.just(float("-inf")), st.lists(st.integers(), max_size=2), st.dictionaries(st.text(), st.none())))
+def test_a_deadline_that_is_not_finite_monotonic_seconds_is_a_config_error(bad: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        retry.execute("actor_tests.retry.funcs:flaky", {"max_attempts": 1}, deadline=bad)  # type: ignore[arg-type]
+    assert (info.value.reason, info.value.details) == ("invalid_value", {"key": "deadline"})

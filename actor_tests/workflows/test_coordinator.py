@@ -11,6 +11,7 @@ posts ``{"event": "waiting", "pid": ...}`` and waits at a gate only the test ope
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from actor_tests.agents.conftest import config_for, make_spawner, unique
 from actor_tests.workflows.wf_signals import Channel, Gate, hold, post, wait_exit
@@ -29,7 +32,7 @@ from adk_actors.errors import WorkflowError
 from adk_actors.runtime.messages import GetStatus
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.testing import CrossProcessCounter
-from adk_actors.tools import FunctionTool
+from adk_actors.tools import FunctionTool, long_running
 from adk_actors.workflows import (
     ActionFailed,
     Cancelled,
@@ -434,6 +437,38 @@ def test_the_workflow_deadline_fails_promptly_mid_step_and_kills_the_worker(
     assert workflow_status(ref, system=system)["state"] == "failed"
 
 
+def test_an_absolute_deadline_option_ends_the_workflow_before_its_timeout(
+        system: ActorSystemHandle, lab: Lab) -> None:
+    killed_before = killed_workers(system)
+    compiled = compile_workflow({
+        "version": 1, "id": "abs-deadline-v1", "kind": "sequential", "timeout": 60_000,
+        "steps": [{"id": "stuck", "run": gated("stuck", lab, Ok({"never": True}))}]})
+    t0 = time.monotonic()
+    # The deadline is counted from the caller's clock reading, not from when the coordinator starts.
+    outcome = run_workflow(compiled, {}, system=system, deadline=t0 + 1.5, timeout_ms=30_000)
+    elapsed = time.monotonic() - t0
+    stuck = lab.channel.expect("waiting", step="stuck")
+    assert isinstance(outcome, Failed) and outcome.reason == "deadline_exceeded"
+    assert 1.5 <= elapsed < 1.5 + 2.0
+    assert_worker_killed(system, stuck["pid"], killed_before)
+
+
+def test_a_deadline_already_past_fails_the_workflow_before_any_step(system: ActorSystemHandle, lab: Lab) -> None:
+    compiled = compile_workflow({**SEQUENTIAL, "steps": [{"id": "never", "run": counted("never", lab, Ok())}]})
+    outcome = run_workflow(compiled, {"count": 0}, system=system, deadline=time.monotonic() - 1.0, timeout=WAIT)
+    assert isinstance(outcome, Failed) and outcome.reason == "deadline_exceeded"
+    assert lab.counter("never").value == 0
+
+
+@given(st.one_of(st.text(max_size=4), st.booleans(), st.sampled_from([math.nan, math.inf, -math.inf]),
+                 st.lists(st.integers(), max_size=2)))
+def test_a_deadline_option_that_is_not_monotonic_seconds_is_invalid(system: ActorSystemHandle, bad: Any) -> None:
+    compiled = compile_workflow({**SEQUENTIAL, "steps": [{"id": "never", "run": lambda state: Ok()}]})
+    with pytest.raises(WorkflowError) as err:
+        start_workflow(compiled, {"count": 0}, system=system, deadline=bad)  # rejected before anything starts
+    assert (err.value.reason, err.value.details) == ("invalid_value", {"key": "deadline"})
+
+
 @pytest.mark.parametrize("kind", ["parallel", "fork"])
 def test_the_deadline_passing_mid_branch_fails_promptly_kills_the_inflight_worker_and_keeps_the_finished_sibling(
         system: ActorSystemHandle, lab: Lab, kind: str) -> None:
@@ -649,6 +684,45 @@ def test_a_tool_node_outputs_the_function_tools_result(system: ActorSystemHandle
     assert isinstance(outcome, Completed)
     assert outcome.output == {"sum": 42}
     assert outcome.state == {"a": 40}
+
+
+def counted_tool(lab: Lab, name: str, result: Any, *, gate: Any = False) -> FunctionTool:
+    """A ``FunctionTool`` named ``name`` that counts its runs (in the worker) and returns ``result``."""
+    calls = lab.counter(name)
+
+    def tool() -> Any:
+        calls.incr()
+        return result
+
+    tool.__name__ = name
+    tool.__doc__ = f"The {name} tool."
+    return FunctionTool(tool, requires_confirmation=gate)
+
+
+@pytest.mark.parametrize("gate", [True, lambda args, context: {"required": True, "hint": "ask"}])
+def test_a_tool_node_fails_closed_when_the_tool_needs_confirmation(system: ActorSystemHandle, lab: Lab,
+                                                                   gate: Any) -> None:
+    compiled = compile_workflow({
+        "version": 1, "id": "tool-confirm-v1", "kind": "graph", "entry": "wipe",
+        "nodes": [{"id": "wipe", "type": "tool", "tool": {"tool": counted_tool(lab, "wipe", {"wiped": True},
+                                                                               gate=gate)}}],
+        "edges": {"wipe": "end_node"}})
+    outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
+    assert isinstance(outcome, Failed)
+    assert outcome.reason == "tool_confirmation_requires_runner"
+    assert lab.counter("wipe").value == 0  # no approval channel: the tool never ran
+
+
+def test_a_tool_node_refuses_a_long_running_suspension(system: ActorSystemHandle, lab: Lab) -> None:
+    compiled = compile_workflow({
+        "version": 1, "id": "tool-long-v1", "kind": "graph", "entry": "export",
+        "nodes": [{"id": "export", "type": "tool",
+                   "tool": {"tool": counted_tool(lab, "export", long_running("op-1", "queued"))}}],
+        "edges": {"export": "end_node"}})
+    outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
+    assert isinstance(outcome, Failed)
+    assert outcome.reason == "long_running_requires_runner"
+    assert lab.counter("export").value == 1  # it ran, but its suspension is not taken as an output
 
 
 # ---- status, checkpoint, input ----------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from actor_tests.samples_runner import run_sample
 from adk_actors.emulator import Emulator
 from adk_actors.errors import ConfigError, ToolError, WorkflowError
 from adk_actors.runtime.system import ActorSystemHandle
-from adk_actors.tools import FunctionTool, ToolContext
+from adk_actors.tools import FunctionTool, ToolContext, long_running
 from adk_actors.workflows.graph import END, CompiledGraph, Graph, agent_node, function_node, tool_node
 
 __all__ = ["emu", "spawn"]  # fixtures of the agent tests, used here
@@ -194,6 +194,30 @@ def test_tool_node_failures_are_structural() -> None:
     with pytest.raises(WorkflowError) as info:
         tool_node(FunctionTool(lookup), args_key="args")({})
     assert info.value.reason == "missing_state_key"
+
+
+def test_tool_node_fails_closed_for_tools_that_need_a_runner() -> None:
+    ran: list[str] = []
+
+    def wipe() -> dict[str, Any]:
+        """Wipe everything (an operator approves it first)."""
+        ran.append("wipe")
+        return {"wiped": True}
+
+    def export() -> dict[str, Any]:
+        """Export in the background."""
+        ran.append("export")
+        return long_running("op-1", "queued")
+
+    for gate in (True, lambda args, context: True):
+        with pytest.raises(WorkflowError) as info:
+            tool_node(FunctionTool(wipe, requires_confirmation=gate))({})
+        assert (info.value.reason, info.value.details) == ("tool_confirmation_requires_runner", {"tool": "wipe"})
+    assert ran == []  # no approval channel: the gated tool never ran
+    with pytest.raises(WorkflowError) as info:
+        tool_node(FunctionTool(export))({})
+    assert info.value.reason == "long_running_requires_runner"
+    assert ran == ["export"]
 
 
 AGENT_SCRIPT = {"rules": [

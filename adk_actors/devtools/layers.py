@@ -25,7 +25,7 @@ LAYERS: dict[str, int] = {
     # 4: lifecycles
     "runs": 4, "workflows": 4, "live": 4, "triggers": 4, "runner": 4, "planning": 4, "retry": 4,
     # 5: edges
-    "cli": 5, "devtools": 5, "protocols": 5, "testing": 5, "evaluation": 5, "node": 5,
+    "cli": 5, "__main__": 5, "devtools": 5, "protocols": 5, "testing": 5, "evaluation": 5, "node": 5,
 }
 FACADE = 6  # adk_actors/__init__.py re-exports the public surface
 

@@ -12,7 +12,7 @@
     # {"status": "completed", "steps_executed": 1, "replans": 0, "plan_version": 1,
     #  "result": {"goal": {"task": "prepare release"}, "invocation_id": "planning-readme"}}
 
-    ref = start_planning(planner, executor, goal, context, timeout_ms=5000)   # a thread of this process
+    ref = start_planning(planner, executor, goal, context, timeout_ms=5000)   # a stable run, not a thread here
     cancel_planning(ref, "user_cancelled")                                     # kills the active callback
     await_planning(ref, 10)                                                    # {"status": "cancelled", ...}
 
@@ -20,12 +20,14 @@ The planner produces versioned JSON plans (``adk_actors.planning.plan``); the ex
 ``action``, a word from its declared ``ACTIONS``, to application code. Plans are data: nothing in one can select
 a module or evaluate code. Every planner and executor callback runs in the actor system's worker-process pool under
 the run's one absolute deadline, bounded by ``max_steps``, ``max_replans``, the plan byte limit and the result
-limits; results are secret-pruned. See ``docs/PLANNING.md``.
+limits; results are secret-pruned. A run is a stable run (``adk_actors.runs``) that outlives its caller: any client
+awaits or cancels it by its ref or run id. See ``docs/PLANNING.md``.
 """
 
 from adk_actors.planning.api import (
     DEFAULT_MAX_REPLANS,
     DEFAULT_MAX_STEPS,
+    DEFAULT_RETENTION_MS,
     DEFAULT_TIMEOUT_MS,
     PlanningRef,
     await_planning,
@@ -39,6 +41,7 @@ from adk_actors.planning.spec import AdapterRef
 __all__ = [
     "DEFAULT_MAX_REPLANS",
     "DEFAULT_MAX_STEPS",
+    "DEFAULT_RETENTION_MS",
     "DEFAULT_TIMEOUT_MS",
     "MAX_PLAN_BYTES",
     "MAX_PLAN_STEPS",

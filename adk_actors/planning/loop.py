@@ -1,8 +1,10 @@
 """The planning loop: plan, validate, execute step by step, replan after a failed step, within every budget.
 
-The loop is generic: it never touches the actor system itself. It calls adapter callbacks through an injected
-``call(fn, args, deadline)`` (in production :meth:`JobScope.run <adk_actors.planning.jobs.JobScope.run>`, which
-runs them in the worker pool) and reads time from an injected clock, so it can be driven by a fake in tests.
+The loop is generic: it never touches the actor system itself. :meth:`PlanningLoop.drive` is a generator that
+yields each adapter callback it needs as ``(fn, args)`` and is sent the result (or thrown the callback's
+``AdkError``), so a run actor can drive it from message handlers without blocking (``adk_actors.planning.body``);
+:meth:`PlanningLoop.run` drives it synchronously through an injected ``call(fn, args, deadline)``. Time comes from
+an injected clock, so the loop can be driven by a fake in tests.
 
 Outcome values (every one JSON-safe and bounded; exception text never appears)::
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 from adk_actors.content.json_values import copy_json
@@ -40,6 +42,7 @@ __all__ = [
     "REPLAN_FN",
     "CallFn",
     "CancelFn",
+    "Drive",
     "PlanningLoop",
 ]
 
@@ -59,6 +62,9 @@ CallFn = Callable[[str, tuple[Any, ...], float], Any]
 """``call(fn, args, deadline)``: run the adapter function ``fn`` (an importable name) and return its result."""
 CancelFn = Callable[[], str | None]
 """Returns the cancel reason once the run is cancelled, else ``None``."""
+Request = tuple[str, tuple[Any, ...]]
+Drive = Generator[Request, Any, dict[str, Any]]
+"""The loop as a generator: yields ``(fn, args)`` callback requests, returns the outcome value."""
 
 _TAG_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
@@ -78,7 +84,7 @@ class _Stop(Exception):
 class PlanningLoop:
     """One planning run. :meth:`run` returns its outcome value and never raises for run failures."""
 
-    def __init__(self, spec: PlanningSpec, call: CallFn, cancelled: CancelFn,
+    def __init__(self, spec: PlanningSpec, call: CallFn | None, cancelled: CancelFn,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.spec = spec
         self._call = call
@@ -93,31 +99,52 @@ class PlanningLoop:
         self._state_bytes = 0
 
     # ---- outcome values -------------------------------------------------------------------------------------------
-    def _outcome(self, status: str, **extra: Any) -> dict[str, Any]:
+    def outcome(self, status: str, **extra: Any) -> dict[str, Any]:
+        """An outcome value with the run's counters so far (also how a cancel from outside is reported)."""
         return {"status": status, "steps_executed": self.steps_executed, "replans": self.replans,
                 "plan_version": self.plan_version, **extra}
 
     def _fail(self, reason: str, **extra: Any) -> _Stop:
-        return _Stop(self._outcome("failed", reason=reason, **extra))
+        return _Stop(self.outcome("failed", reason=reason, **extra))
 
     # ---- the loop -------------------------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
+        """Drive the loop on this thread through ``call``; return the outcome value."""
+        if self._call is None:
+            raise TypeError("run() needs a call function; drive the generator instead")
+        gen = self.drive()
+        try:
+            fn, args = next(gen)
+            while True:
+                try:
+                    value = self._call(fn, args, self.spec.deadline)
+                except AdkError as err:
+                    fn, args = gen.throw(err)
+                else:
+                    fn, args = gen.send(value)
+        except StopIteration as stop:
+            outcome: dict[str, Any] = stop.value
+            return outcome
+
+    def drive(self) -> Drive:
         """Run to completion, failure, cancellation or the deadline; return the outcome value."""
         try:
-            actions = self._invoke(EXECUTOR_ACTIONS_FN, (self.spec.executor.module,), "executor_failed")
+            actions = yield from self._invoke(EXECUTOR_ACTIONS_FN, (self.spec.executor.module,), "executor_failed")
             planner = self.spec.planner
-            plan = self._accept(self._invoke(PLAN_FN, (planner.module, self.spec.goal, self.spec.context,
-                                                       planner.config, []), "planner_failed"), actions)
+            raw = yield from self._invoke(PLAN_FN, (planner.module, self.spec.goal, self.spec.context,
+                                                    planner.config, []), "planner_failed")
+            plan = self._accept(raw, actions)
             while True:
-                failure = self._execute(plan)
+                failure = yield from self._execute(plan)
                 if failure is None:
-                    return self._outcome("completed", result=self.last)
+                    return self.outcome("completed", result=self.last)
                 if self.replans >= self.spec.max_replans:
                     raise self._fail("step_failed", step=failure["step"], detail=failure["reason"])
                 self.replans += 1
-                plan = self._accept(self._invoke(REPLAN_FN, (planner.module, self.spec.goal, self.spec.context,
-                                                             planner.config, self._history(), failure),
-                                                 "planner_failed"), actions)
+                raw = yield from self._invoke(REPLAN_FN, (planner.module, self.spec.goal, self.spec.context,
+                                                          planner.config, self._history(), failure),
+                                              "planner_failed")
+                plan = self._accept(raw, actions)
         except _Stop as stop:
             return stop.outcome
 
@@ -133,7 +160,7 @@ class PlanningLoop:
         self.plan_version = 1 if self.plan_version is None else self.plan_version + 1
         return plan
 
-    def _execute(self, plan: dict[str, Any]) -> dict[str, Any] | None:
+    def _execute(self, plan: dict[str, Any]) -> Generator[Request, Any, dict[str, Any] | None]:
         """Run every step of ``plan``; return the failure record of the first failed step, or ``None``."""
         steps = plan["steps"]
         if len(steps) > self.spec.max_steps - self.steps_executed:
@@ -143,8 +170,8 @@ class PlanningLoop:
         for step in steps:
             state = {"results": self.results, "last": self.last, "plan_version": self.plan_version}
             try:
-                result = self._invoke(EXECUTE_FN, (executor.module, step, state, self.spec.context,
-                                                   executor.config), None)
+                result = yield from self._invoke(EXECUTE_FN, (executor.module, step, state, self.spec.context,
+                                                              executor.config), None)
             except AdkError as err:
                 self.steps_executed += 1
                 failure = {"step": step["id"], "action": step["action"], "reason": _tag(err, "step_failed"),
@@ -177,12 +204,12 @@ class PlanningLoop:
         return list(self.history)
 
     # ---- callbacks ------------------------------------------------------------------------------------------------
-    def _invoke(self, fn: str, args: tuple[Any, ...], failure_reason: str | None) -> Any:
+    def _invoke(self, fn: str, args: tuple[Any, ...], failure_reason: str | None) -> Generator[Request, Any, Any]:
         """Call one adapter callback under the run's deadline. Cancellation and the deadline end the run;
         other errors end it with ``failure_reason`` (and ``detail``) or, when that is ``None``, are raised."""
         self._check()
         try:
-            value = self._call(fn, args, self.spec.deadline)
+            value = yield fn, args
         except AdkError as err:
             self._check()
             if err.reason == "job_timeout" or isinstance(err, AskTimeout):
@@ -196,6 +223,6 @@ class PlanningLoop:
     def _check(self, *, deadline: bool = True) -> None:
         reason = self._cancelled()
         if reason is not None:
-            raise _Stop(self._outcome("cancelled", reason=reason))
+            raise _Stop(self.outcome("cancelled", reason=reason))
         if deadline and self._clock() >= self.spec.deadline:
             raise self._fail("timeout")

@@ -4,12 +4,14 @@ Each attempt runs in a worker process of the node's pool (a fresh, monitored exe
 killed at its ``attempt_timeout`` and the worker replaced; one that crashes its process is a failed attempt).
 An attempt fails when the function raises. Between attempts the caller waits
 ``min(max_delay, initial_delay * backoff_factor ** (n - 1))`` milliseconds — or a uniformly random part of it
-with ``jitter="full"`` — and the whole operation never runs past its total ``timeout``. Closures cross to the
+with ``jitter="full"`` — and the whole operation never runs past its total ``timeout`` nor past the absolute
+``deadline`` given to :func:`execute` (whichever comes first). Closures cross to the
 worker *by value*: count attempts with :class:`adk_actors.testing.CrossProcessCounter`, not a captured variable.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -20,7 +22,7 @@ from adk_actors.errors import AdkError, ConfigError, RetryExhausted
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.runtime.system import ActorSystemHandle, current_system
 
-__all__ = ["RetryPolicy", "backoff_delays", "execute"]
+__all__ = ["RetryPolicy", "backoff_delays", "check_deadline", "execute"]
 
 _KEYS = frozenset({"max_attempts", "initial_delay", "max_delay", "backoff_factor", "jitter", "attempt_timeout",
                    "timeout"})
@@ -82,41 +84,71 @@ def backoff_delays(policy: RetryPolicy, rng: random.Random | None = None) -> Ite
         yield (rng.uniform(0.0, delay) if policy.jitter == "full" else delay) / 1000.0
 
 
-def execute(fn: Callable[..., Any] | CallableRef | str, policy: RetryPolicy | Mapping[str, Any] | None = None,
-            *args: Any, system: ActorSystemHandle | None = None, rng: random.Random | None = None) -> Any:
-    """Run ``fn(*args)`` until an attempt succeeds; return its (JSON-safe) value.
+def check_deadline(deadline: Any) -> float | None:
+    """Validate an absolute deadline: ``None`` or finite ``time.monotonic()`` seconds.
 
     Raises:
-        RetryExhausted: every attempt failed (``retry_exhausted``) or the total ``timeout`` passed
+        ConfigError: ``invalid_value`` (``details["key"] == "deadline"``).
+    """
+    if deadline is None:
+        return None
+    if isinstance(deadline, bool) or not isinstance(deadline, int | float) or not math.isfinite(deadline):
+        raise ConfigError("deadline is absolute time.monotonic() seconds", reason="invalid_value",
+                          details={"key": "deadline"})
+    return float(deadline)
+
+
+def execute(fn: Callable[..., Any] | CallableRef | str, policy: RetryPolicy | Mapping[str, Any] | None = None,
+            *args: Any, deadline: float | None = None, system: ActorSystemHandle | None = None,
+            rng: random.Random | None = None) -> Any:
+    """Run ``fn(*args)`` until an attempt succeeds; return its (JSON-safe) value.
+
+    Args:
+        fn: The function (importable name, module-level function, or a picklable callable).
+        policy: A :class:`RetryPolicy` or its map (default: ``RetryPolicy()``).
+        args: Positional arguments for every attempt.
+        deadline: An absolute ``time.monotonic()`` deadline for the whole operation (attempts and waits); with
+            the policy's ``timeout`` too, the earlier one applies. A deadline already past runs no attempt.
+        system: The node whose worker pool runs the attempts (default: ``current_system()``).
+        rng: The random source of full jitter.
+
+    Raises:
+        RetryExhausted: every attempt failed (``retry_exhausted``) or the total ``timeout`` / ``deadline`` passed
             (``retry_deadline``); ``details`` holds ``attempts`` and ``last_error``.
-        ConfigError: an invalid policy.
+        ConfigError: an invalid policy or ``deadline``.
         WorkerError: ``unpicklable_callable`` (before any attempt).
     """
     if policy is None:
         policy = RetryPolicy()
     elif not isinstance(policy, RetryPolicy):
         policy = RetryPolicy.from_config(policy)
+    absolute = check_deadline(deadline)
     handle = system if system is not None else current_system()
     from adk_actors.runtime.callables import callable_ref
 
     ref = callable_ref(fn)  # fails early on an unpicklable callable
     deadline = None if policy.timeout is None else time.monotonic() + policy.timeout / 1000.0
+    if absolute is not None:
+        deadline = absolute if deadline is None else min(deadline, absolute)
     delays = backoff_delays(policy, rng)
     last: AdkError | None = None
     reason = "retry_exhausted"
     attempt = 0
     while attempt < policy.max_attempts:
-        attempt += 1
         budget = policy.attempt_timeout / 1000.0
         if deadline is not None:
             budget = min(budget, deadline - time.monotonic())
             if budget <= 0:
                 reason = "retry_deadline"
                 break
+        attempt += 1  # counted once it runs: ``details["attempts"]`` says how many did
         try:
             return handle.run_job(ref, *args, timeout=budget)
         except AdkError as err:
             last = err
+        if deadline is not None and time.monotonic() >= deadline:
+            reason = "retry_deadline"  # the attempt was cut at the deadline, not merely the last one
+            break
         if attempt == policy.max_attempts:
             break
         wait = next(delays)

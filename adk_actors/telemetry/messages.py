@@ -22,7 +22,11 @@ class TelemetryEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Emit:
-    """A batch of events from one emitter (one message per turn, not one per event)."""
+    """A batch of events from one emitter, told to the hub (``telemetry``).
+
+    Agent actors queue the events of each finished turn and send the queue 20 ms after its first event, so one
+    ``Emit`` may carry several turns' events; events are never sent one message each.
+    """
 
     events: tuple[TelemetryEvent, ...]
 

@@ -28,6 +28,7 @@ exits.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,8 @@ class WorkflowArgs:
     checkpoint: dict[str, Any] | None = None
     resume_input: Any = None
     timeout_ms: int | None = None
+    deadline: float | None = None
+    """An absolute ``time.monotonic()`` deadline; with a timeout too, the earlier one applies."""
     max_steps: int | None = None
     max_transfers: int | None = None
     max_concurrency: int | None = None
@@ -128,10 +131,11 @@ class _Retire:
 
 def run_tool(tool: CallableRef, args: dict[str, Any], context: dict[str, Any]) -> Any:
     """A tool task in a worker: a ``Tool`` runs with its schema-validated arguments and a tool context naming the
-    workflow invocation and step; a plain callable is called with ``**args``. Returns the JSON-safe result."""
+    workflow invocation and step, failing closed where it would need a Runner (``tool_gate``); a plain callable
+    is called with ``**args``. Returns the JSON-safe result."""
     from adk_actors.schema import compile_schema
-    from adk_actors.tools import invoke_tool_sync
     from adk_actors.tools.context import ToolContext
+    from adk_actors.workflows.tool_gate import invoke_without_runner
 
     target: Any = tool.resolve()
     if callable(getattr(target, "execute", None)) and callable(getattr(target, "schema", None)):
@@ -139,7 +143,7 @@ def run_tool(tool: CallableRef, args: dict[str, Any], context: dict[str, Any]) -
         ctx = ToolContext(invocation_id=str(context.get("invocation_id") or "workflow"),
                           agent_name=str(context.get("workflow_id") or "workflow"),
                           function_call_id=str(context.get("step_id") or "") or None)
-        return invoke_tool_sync(target, validated, ctx)
+        return invoke_without_runner(target, validated, ctx)
     return target(**args)
 
 
@@ -182,9 +186,10 @@ class WorkflowActor(GenServer):
                              max_steps=args.max_steps, max_transfers=args.max_transfers,
                              max_concurrency=args.max_concurrency)
         timeout_ms = args.timeout_ms if args.timeout_ms is not None else args.compiled.timeout
-        self.deadline = time.monotonic() + _ms(timeout_ms)
-        if timeout_ms is not None:
-            self.start_timer(timeout_ms / 1000.0, _Deadline())
+        now = time.monotonic()
+        self.deadline = min(now + _ms(timeout_ms), math.inf if args.deadline is None else args.deadline)
+        if self.deadline < math.inf:
+            self.start_timer(max(0.0, self.deadline - now), _Deadline())
         if durable is not None:
             self.lease = durable.lease
             self.ledger_seq = durable.seq

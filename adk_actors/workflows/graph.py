@@ -29,7 +29,8 @@ Errors are :class:`~adk_actors.errors.WorkflowError` with these reason tags: at 
 ``unknown_node``, ``duplicate_node``, ``reserved_node``, ``invalid_node``, ``ambiguous_edge``,
 ``invalid_routes``; at run time ``invalid_state``, ``invalid_node_result``, ``undeclared_route``, ``max_steps``,
 ``node_failed`` (a node raised something other than an ``AdkError``, which propagates unchanged),
-``missing_state_key``, ``tool_failed``, ``invalid_tool_result``.
+``missing_state_key``, ``tool_failed``, ``invalid_tool_result``, ``tool_confirmation_requires_runner``,
+``long_running_requires_runner``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ from adk_actors.errors import AdkError, ConfigError, ValidationError, WorkflowEr
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.schema import compile_schema
 from adk_actors.secrets import prune_secrets
-from adk_actors.tools import Tool, ToolContext, invoke_tool_sync
+from adk_actors.tools import Tool, ToolContext
+from adk_actors.workflows.tool_gate import CONFIRMATION_REASON, LONG_RUNNING_REASON, invoke_without_runner
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
@@ -280,9 +282,14 @@ def tool_node(tool: Tool, *, args_key: str | None = None, output_key: str | None
     ``tool_context.actions.set_state`` are merged too. The tool sees the JSON-safe, secret-pruned part of the
     state as its read-only ``tool_context.state``.
 
+    A tool that needs a Runner fails closed: one whose confirmation gate asks for approval never runs
+    (``tool_confirmation_requires_runner``), one that suspends as long-running work is refused
+    (``long_running_requires_runner``).
+
     Raises (when the node runs):
         WorkflowError: ``missing_state_key`` (no ``args_key``), ``tool_failed`` (validation or execution failed;
-            ``details["tool_reason"]`` is the ``AdkError`` reason or ``tool_exception``), ``invalid_tool_result``.
+            ``details["tool_reason"]`` is the ``AdkError`` reason or ``tool_exception``), ``invalid_tool_result``,
+            ``tool_confirmation_requires_runner``, ``long_running_requires_runner``.
     """
     name = tool.name
     key = output_key or name
@@ -300,9 +307,12 @@ def tool_node(tool: Tool, *, args_key: str | None = None, output_key: str | None
                               state=_json_part(state))
         try:
             args = compile_schema(tool.schema()).validate(raw_args)
-            result = invoke_tool_sync(tool, args, context)
+            result = invoke_without_runner(tool, args, context)
         except Exception as exc:
             reason = exc.reason if isinstance(exc, AdkError) else "tool_exception"
+            if reason in (CONFIRMATION_REASON, LONG_RUNNING_REASON):
+                # A refusal, not a failure of the tool: it names what the caller must change (use a Runner).
+                raise WorkflowError(f"tool {name!r} needs a runner", reason=reason, details={"tool": name}) from None
             raise WorkflowError(f"tool {name!r} failed", reason="tool_failed",
                                 details={"tool": name, "tool_reason": reason,
                                          "exception_type": type(exc).__name__}) from exc
