@@ -67,7 +67,11 @@ class Settings:
     worker_rlimit_as_mb: int = 0
     """Address-space limit per worker job in MiB; 0 disables it."""
     supervisor_intensity: int = 3
+    """Restarts of its tier-1 children (registry, router, host supervisor, workers, ...) the root allows within
+    ``supervisor_period_s``; one more and the root gives up and the node stops. The host supervisor
+    (max(10, 5 x hosts)), each host and each inner actor (OTP's 1 per 5 s) keep their own windows."""
     supervisor_period_s: float = 5.0
+    """The window of ``supervisor_intensity``, in seconds."""
     strict_pickle: bool = False
     """Pickle every message that crosses a host (test mode)."""
     session_backend: Literal["memory", "sql"] = "memory"
