@@ -22,7 +22,6 @@ from adk_actors.errors import (
     ProviderError,
     ProviderHttpError,
     SchemaError,
-    ToolError,
 )
 from adk_actors.runtime.messages import GetStatus
 from adk_actors.runtime.refs import host_name, place

@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import requests
 
@@ -47,6 +49,26 @@ def test_status_prints_the_tree_as_json(system: ActorSystemHandle) -> None:
     assert out.returncode == 0, out.stderr
     tree = json.loads(out.stdout)
     assert tree["id"] == "root" and {c["id"] for c in tree["children"]} >= {"registry", "router", "hosts"}
+
+
+def _status(port: int) -> dict[str, Any]:
+    out = subprocess.run([ADK, "status", "--port", str(port)], capture_output=True, text=True, timeout=60,
+                         check=False, env={**os.environ, "THESPIAN_BASE_IPADDR": "127.0.0.1"})
+    assert out.returncode == 0, out.stderr
+    return dict(json.loads(out.stdout))
+
+
+def test_status_says_the_session_durability_of_the_node_it_asks(
+        system: ActorSystemHandle, make_system: Callable[..., ActorSystemHandle]) -> None:
+    """The guarantee comes from the node's own children, not from the settings of the process running `adk`."""
+    memory = _status(system.port)["session_backend"]
+    assert (memory["backend"], memory["durability"]) == ("memory", "lost_on_store_restart")
+    sql_node = make_system(session_backend="sql")
+    try:
+        sql = _status(sql_node.port)["session_backend"]  # this process's settings still say memory
+    finally:
+        sql_node.stop()
+    assert (sql["backend"], sql["durability"]) == ("sql", "durable")
 
 
 def test_status_is_the_raw_tree_and_shell_tree_the_condensed_view_of_it(system: ActorSystemHandle) -> None:

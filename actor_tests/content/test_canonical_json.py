@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adk_actors import content as c
-from adk_actors.content import MAX_JSON_DEPTH, canonical_dumps, canonical_loads, check_json_safe, copy_json
+from adk_actors.content import (
+    MAX_ENVELOPE_DEPTH,
+    MAX_JSON_DEPTH,
+    canonical_dumps,
+    canonical_loads,
+    check_json_safe,
+    copy_json,
+)
 from adk_actors.content.parts import MAX_CALL_ID_CHARS
 from adk_actors.errors import ContentError, ValidationError
 
@@ -91,9 +98,75 @@ def test_deep_values_are_validation_errors_not_recursion_errors() -> None:
     deep: Any = []
     for _ in range(100_000):
         deep = [deep]
+    for attempt in (lambda: check_json_safe(deep), lambda: canonical_dumps(deep), lambda: check_json_safe({"k": deep}),
+                    lambda: canonical_loads("[" * 100_000 + "]" * 100_000)):
+        with pytest.raises(ValidationError) as info:
+            attempt()
+        assert info.value.reason in {"limit_exceeded", "invalid_json"}  # loads: the parser's own limit may come first
     with pytest.raises(ValidationError) as info:
-        canonical_dumps(deep)
-    assert info.value.reason == "invalid_json"
+        check_json_safe(deep)
+    assert info.value.reason == "limit_exceeded"
+    assert info.value.details["limit"] == "max_json_depth" and info.value.details["max"] == MAX_ENVELOPE_DEPTH
+
+
+def test_check_json_safe_depth_limit_is_inclusive_and_adjustable() -> None:
+    check_json_safe(_nested(MAX_ENVELOPE_DEPTH))
+    assert canonical_loads(canonical_dumps(_nested(MAX_ENVELOPE_DEPTH))) == _nested(MAX_ENVELOPE_DEPTH)
+    for attempt in (lambda: check_json_safe(_nested(MAX_ENVELOPE_DEPTH + 1)),
+                    lambda: canonical_dumps(_nested(MAX_ENVELOPE_DEPTH + 1)),
+                    lambda: canonical_loads(json.dumps(_nested(MAX_ENVELOPE_DEPTH + 1))),
+                    lambda: check_json_safe(_nested(4), max_depth=3)):
+        with pytest.raises(ValidationError) as info:
+            attempt()
+        assert info.value.reason == "limit_exceeded" and info.value.details["limit"] == "max_json_depth"
+    check_json_safe(_nested(3), max_depth=3)
+    # The envelope limit leaves room for a value at the value limit inside an event or a request body.
+    assert MAX_ENVELOPE_DEPTH >= MAX_JSON_DEPTH + 8
+
+
+def _self_list() -> list[Any]:
+    value: list[Any] = [1]
+    value.append(value)
+    return value
+
+
+def _dict_cycle() -> dict[str, Any]:
+    value: dict[str, Any] = {"a": {"b": [0, {}]}}
+    value["a"]["b"][1]["back"] = value
+    return value
+
+
+def _cycle_below_depth(levels: int) -> Any:
+    loop: list[Any] = []
+    loop.append({"again": loop})
+    return _wrapped(loop, levels)
+
+
+def _wrapped(inner: Any, levels: int) -> Any:
+    for _ in range(levels):
+        inner = {"w": inner}
+    return inner
+
+
+@pytest.mark.timeout(10)  # before cycles were detected, these never ended
+@pytest.mark.parametrize(("value", "path"), [(_self_list(), "$[1]"), (_dict_cycle(), "$.<key#0>.<key#0>[1].<key#0>"),
+                                             (_cycle_below_depth(10), "$" + ".<key#0>" * 10 + "[0].<key#0>")],
+                         ids=["self-list", "dict-cycle", "deep-cycle"])
+def test_reference_cycles_are_validation_errors_that_say_where(value: Any, path: str) -> None:
+    for attempt in (lambda: check_json_safe(value), lambda: canonical_dumps(value)):
+        with pytest.raises(ValidationError) as info:
+            attempt()
+        assert info.value.reason == "invalid_json"
+        assert info.value.details == {"path": path, "cycle": True}
+    with pytest.raises(ContentError) as content_info:
+        c.function_call("f", {"args": value})
+    assert content_info.value.reason == "invalid_json" and content_info.value.details["cycle"] is True
+    # A container met twice without containing itself is no cycle.
+    shared: dict[str, Any] = {"x": [1, 2]}
+    dag = {"a": shared, "b": [shared, shared], "c": {"d": shared["x"]}}
+    check_json_safe(dag)
+    assert canonical_loads(canonical_dumps(dag)) == json.loads(json.dumps(dag))
+    assert copy_json(dag)[0]["b"][1] == shared
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), "x\x00", "\ud800", object(), 10**5000],
@@ -160,3 +233,69 @@ def test_canonical_json_raises_only_validation_errors_and_always_encodes(value: 
         return
     text.encode("utf-8")  # never a UnicodeEncodeError once accepted
     assert canonical_dumps(canonical_loads(text)) == text
+
+
+def _graph(shape: Any, cycle_at: int | None, levels: int) -> tuple[Any, bool, int]:
+    """Build a value from a hypothesis ``shape``; with ``cycle_at``, one container also holds one of its
+    ancestors. Returns ``(value, has_cycle, depth)``, depth counting containers (the outermost is 1)."""
+    containers: list[tuple[Any, list[Any]]] = []  # (container, its ancestors)
+
+    def build(node: Any, ancestors: list[Any]) -> Any:
+        if isinstance(node, list):
+            out: list[Any] = []
+            containers.append((out, ancestors))
+            out.extend(build(child, [*ancestors, out]) for child in node)
+            return out
+        if isinstance(node, dict):
+            obj: dict[str, Any] = {}
+            containers.append((obj, ancestors))
+            for key, child in node.items():
+                obj[key] = build(child, [*ancestors, obj])
+            return obj
+        return node
+
+    def depth_of(node: Any) -> int:
+        if isinstance(node, list):
+            return 1 + max((depth_of(child) for child in node), default=0)
+        if isinstance(node, dict):
+            return 1 + max((depth_of(child) for child in node.values()), default=0)
+        return 0
+
+    value = build(shape, [])
+    has_cycle = False
+    if cycle_at is not None and containers:
+        holder, ancestors = containers[cycle_at % len(containers)]
+        target = ancestors[cycle_at % len(ancestors)] if ancestors else holder
+        if isinstance(holder, list):
+            holder.append(target)
+        else:
+            holder["cycle"] = target
+        has_cycle = True
+    return _wrapped(value, levels), has_cycle, depth_of(shape) + levels
+
+
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(
+    alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=5)
+shapes = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
+                      | st.dictionaries(st.text(alphabet="abc", max_size=2), inner, max_size=3), max_leaves=12)
+
+
+@pytest.mark.timeout(60)
+@settings(max_examples=300, deadline=None)
+@given(shape=shapes, cycle_at=st.none() | st.integers(min_value=0, max_value=50),
+       levels=st.integers(min_value=0, max_value=12) | st.integers(min_value=MAX_ENVELOPE_DEPTH - 8, max_value=10_000),
+       max_depth=st.sampled_from([1, 5, 9, MAX_JSON_DEPTH, MAX_ENVELOPE_DEPTH]))
+def test_depth_and_cycles_are_decided_exactly(shape: Any, cycle_at: int | None, levels: int, max_depth: int) -> None:
+    value, has_cycle, depth = _graph(shape, cycle_at, levels)
+    try:
+        check_json_safe(value, max_depth=max_depth)
+    except ValidationError as exc:
+        assert has_cycle or depth > max_depth, "a plain JSON value within the limit was refused"
+        if depth <= max_depth:
+            assert exc.reason == "invalid_json" and exc.details["cycle"] is True
+        else:
+            assert exc.reason in {"limit_exceeded", "invalid_json"}
+            assert exc.reason == "limit_exceeded" or exc.details["cycle"] is True
+        return
+    assert not has_cycle and depth <= max_depth
+    assert json.loads(canonical_dumps(value, max_depth=max_depth)) == json.loads(json.dumps(value))

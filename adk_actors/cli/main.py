@@ -2,7 +2,8 @@
 
 * ``adk --version``
 * ``adk emulator ...`` — the Gemini emulator (``adk_actors.emulator.cli``, docs/EMULATOR.md)
-* ``adk status [--port N]`` — the supervision tree of a running system as JSON
+* ``adk status [--port N]`` — the supervision tree of a running system as JSON, with the node's session
+  durability guarantee (``session_backend``)
 * ``adk doctor`` — :mod:`adk_actors.cli.doctor`
 * ``adk config validate FILE`` — :mod:`adk_actors.cli.config_cmd`
 * ``adk run --config FILE --message TEXT`` — :mod:`adk_actors.cli.run_cmd`
@@ -24,7 +25,7 @@ from typing import Any
 from adk_actors import __version__
 from adk_actors.cli import config_cmd, console, doctor, run_cmd, shell
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "session_guarantee"]
 
 EXIT_INTERRUPTED = 130
 
@@ -41,8 +42,30 @@ def _status(args: argparse.Namespace) -> int:
     except AdkError as err:
         print(json.dumps({"ok": False, "error": err.to_dict()}), file=sys.stderr)
         return 1
+    tree["session_backend"] = session_guarantee(tree)
     print(json.dumps(_strip(tree), indent=2, sort_keys=True, default=str))
     return 0
+
+
+def session_guarantee(tree: dict[str, Any]) -> dict[str, Any]:
+    """Which session durability guarantee the node of ``tree`` (a root status) has, read from its children.
+
+    A product node (``adk_actors.node``) runs the in-memory ``sessions`` store as a root child exactly when
+    ``session_backend = "memory"``, so its presence is the node's own answer, whatever settings this process has.
+    The tags are ``adk doctor``'s: ``lost_on_store_restart`` (memory), ``durable`` (SQL); ``none`` for a node
+    composed without sessions.
+    """
+    from adk_actors.admission.actor import ADMISSION_NAME
+    from adk_actors.sessions.actor import STORE_NAME
+
+    ids = {child.get("id") for child in tree.get("children", ()) if isinstance(child, dict)}
+    if STORE_NAME in ids:
+        return {"backend": "memory", "durability": "lost_on_store_restart",
+                "detail": "the node's session store actor: sessions are lost when it restarts or the node stops "
+                          "(session_backend = \"sql\" keeps them)"}
+    if ADMISSION_NAME in ids:
+        return {"backend": "sql", "durability": "durable", "detail": "sessions are stored in SQL and survive restarts"}
+    return {"backend": "none", "durability": "none", "detail": "this node runs no session store"}
 
 
 def _strip(value: Any) -> Any:

@@ -9,7 +9,7 @@
     assert content.validate(wire) == prompt
 """
 
-from adk_actors.content.canonical import canonical_dumps, canonical_loads, check_json_safe
+from adk_actors.content.canonical import MAX_ENVELOPE_DEPTH, canonical_dumps, canonical_loads, check_json_safe
 from adk_actors.content.json_values import MAX_JSON_DEPTH, copy_json, utf8_size
 from adk_actors.content.limits import CEILINGS, DEFAULT_LIMITS, ContentLimits
 from adk_actors.content.model import CONTENT_SCHEMA_VERSION, Content, as_content, new, validate
@@ -36,6 +36,7 @@ __all__ = [
     "CEILINGS",
     "CONTENT_SCHEMA_VERSION",
     "DEFAULT_LIMITS",
+    "MAX_ENVELOPE_DEPTH",
     "MAX_JSON_DEPTH",
     "Content",
     "ContentLimits",

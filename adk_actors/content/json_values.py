@@ -9,13 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from adk_actors.content.canonical import canonical_dumps
+from adk_actors.content.canonical import MAX_JSON_DEPTH, canonical_dumps
 from adk_actors.errors import ValidationError
 
 __all__ = ["MAX_JSON_DEPTH", "copy_json", "utf8_size"]
-
-MAX_JSON_DEPTH = 64
-"""Deepest nesting accepted anywhere; the stdlib encoder recurses, so depth must be bounded before encoding."""
 
 
 def utf8_size(text: str, *, error: type[ValidationError] = ValidationError, field: str = "$") -> int:
@@ -28,18 +25,6 @@ def utf8_size(text: str, *, error: type[ValidationError] = ValidationError, fiel
         return len(text.encode("utf-8"))
     except UnicodeEncodeError:
         raise error("text is not valid Unicode", reason="invalid_utf8", details={"field": field}) from None
-
-
-def _check_depth(value: Any, error: type[ValidationError], field: str, max_depth: int) -> None:
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list | tuple):
-            if depth >= max_depth:
-                raise error("JSON value nested too deeply", reason="limit_exceeded",
-                            details={"field": field, "limit": "max_json_depth", "max": max_depth})
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
 
 
 def copy_json(value: Any, *, error: type[ValidationError] = ValidationError, field: str = "$",
@@ -61,12 +46,11 @@ def copy_json(value: Any, *, error: type[ValidationError] = ValidationError, fie
     Raises:
         ValidationError: (of class ``error``) reason ``invalid_json``, ``invalid_utf8`` or ``limit_exceeded``.
     """
-    _check_depth(value, error, field, max_depth)
     try:
-        text = canonical_dumps(value)
+        text = canonical_dumps(value, max_depth=max_depth)  # bounds depth and cycles before anything recurses
     except ValidationError as exc:
-        raise error("value is not JSON-safe", reason=exc.reason,
-                    details={"field": field, **exc.details}) from None
+        message = exc.message if exc.reason == "limit_exceeded" else "value is not JSON-safe"
+        raise error(message, reason=exc.reason, details={"field": field, **exc.details}) from None
     except (TypeError, ValueError, RecursionError) as exc:
         raise error("value is not JSON-safe", reason="invalid_json",
                     details={"field": field, "error": type(exc).__name__}) from None

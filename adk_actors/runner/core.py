@@ -161,7 +161,10 @@ class Runner:
         """
         ref = SessionRef(app_name=self.app_name, user_id=user_id, session_id=session_id)
         check_id(invocation_id, "invocation_id")
-        check_id(operation_id, "operation_id")
+        try:
+            check_id(operation_id, "operation_id")
+        except ValidationError as exc:  # still the documented rule (no paused operation has such an id)
+            raise _bad_update("operation_id", exc.reason) from None
         session = self.session_service.get_session(ref)
         found = select_pause([p for p in open_pauses(session.events, session.state)
                               if p.event.actions.pause is not None
@@ -295,28 +298,30 @@ class RunnerBody:
                           resume=ResumeSpec(key=pause.continuation_id, response=response), hosts=self.hosts)
 
 
+def _bad_update(rule: str, cause: str | None = None) -> ValidationError:
+    return ValidationError("a progress update names the paused operation and is not terminal",
+                           reason="invalid_resume_response",
+                           details={"rule": rule, "pause": "long_running", **({"cause": cause} if cause else {})})
+
+
 def _progress_update(paused_operation: Any, operation_id: Any, update: Any) -> dict[str, Any]:
     """The JSON copy of a valid progress update of ``paused_operation``.
 
     Raises:
         ValidationError: ``invalid_resume_response`` (``details["rule"]``).
     """
-    def bad(rule: str) -> ValidationError:
-        return ValidationError("a progress update names the paused operation and is not terminal",
-                               reason="invalid_resume_response", details={"rule": rule, "pause": "long_running"})
-
     if not isinstance(operation_id, str) or operation_id != paused_operation:
-        raise bad("operation_id")
+        raise _bad_update("operation_id")
     if not isinstance(update, Mapping):
-        raise bad("not_a_mapping")
+        raise _bad_update("not_a_mapping")
     if update.get("operation_id") != operation_id:
-        raise bad("operation_id")
+        raise _bad_update("operation_id")
     if update.get("status") in TERMINAL_STATUSES:
-        raise bad("terminal_status")
+        raise _bad_update("terminal_status")
     try:
         copied: dict[str, Any] = copy_json(dict(update))[0]
     except AdkError:
-        raise bad("not_json") from None
+        raise _bad_update("not_json") from None
     return copied
 
 

@@ -13,7 +13,15 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from adk_actors.errors import ActorCrashed, AskTimeout, RunError, RunNotFound
+from adk_actors.content.validation import (
+    check_id,
+    check_int,
+    check_json,
+    check_optional_id,
+    check_text,
+    check_timeout,
+)
+from adk_actors.errors import ActorCrashed, AskTimeout, RunError, RunNotFound, ValidationError
 from adk_actors.runs.actor import INDEX_NAME, RunArgs
 from adk_actors.runs.logic import Outcome, ReplayGap
 from adk_actors.runs.messages import (
@@ -37,6 +45,8 @@ __all__ = ["RunItem", "cancel", "resume", "start", "status", "subscribe", "wait"
 
 _RUN_ACTOR = "adk_actors.runs.actor.RunActor"
 _SLICE = 0.05
+MAX_REASON_BYTES = 1024
+"""Longest cancel reason (UTF-8 bytes): it is stored in the outcome and shown to every waiter."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +77,10 @@ def start(body: Any, user_id: str | None = None, session_id: str | None = None, 
     Raises:
         RunError: ``invalid_run_options``; ``already_started`` when ``run_id`` is live.
     """
+    check_optional_id(run_id, "run_id", error=RunError)
+    if parent_run_id:
+        check_id(parent_run_id, "parent_run_id", error=RunError)
+    check_timeout(timeout, error=RunError)
     as_body = getattr(body, "run_body", None)
     if callable(as_body):
         body = as_body(user_id, session_id, input)
@@ -113,6 +127,9 @@ def resume(run_id: str, response: Any, *, retention_ms: int = 60000, max_buffere
             the body's validation of ``response`` (e.g. ``invalid_resume_response``), which consumes nothing.
         RunNotFound: no such run, or it is past its retention.
     """
+    check_id(run_id, "run_id")
+    check_timeout(timeout)
+    response = check_json(response, "response", reason="invalid_resume_response")
     handle = _system(system)
     new_run_id = uuid.uuid4().hex
     try:
@@ -133,6 +150,8 @@ def status(run_id: str, *, system: ActorSystemHandle | None = None, timeout: flo
     Raises:
         RunNotFound: no such run, or it is past its retention.
     """
+    check_id(run_id, "run_id")
+    check_timeout(timeout)
     handle = _system(system)
     try:
         return dict(_ask_run(handle, run_id, RunStatus(), timeout))
@@ -147,6 +166,8 @@ def wait(run_id: str, timeout: float | None = None, *, system: ActorSystemHandle
         AskTimeout: no outcome before ``timeout``.
         RunNotFound: no such run, or it is past its retention.
     """
+    check_id(run_id, "run_id")
+    check_timeout(timeout)
     handle = _system(system)
     deadline = time.monotonic() + (handle.settings.ask_timeout_s if timeout is None else timeout)
     try:
@@ -165,6 +186,9 @@ def cancel(run_id: str, reason: str = "cancelled", *, system: ActorSystemHandle 
     Raises:
         RunNotFound: no such run, or it is past its retention.
     """
+    check_id(run_id, "run_id")
+    check_text(reason, "reason", max_bytes=MAX_REASON_BYTES)
+    check_timeout(timeout)
     handle = _system(system)
     try:
         outcome: Outcome = _ask_run(handle, run_id, CancelRun(reason=reason), timeout)
@@ -189,11 +213,25 @@ def subscribe(run_id: str, *, after_seq: int = 0, credit: bool = False, idle_tim
     ``Failed("host_lost")``.
 
     Raises:
+        ValidationError: a malformed argument — raised by the call itself, before any iteration.
+        SystemNotRunning: no system (``system`` omitted and none attached) — also at the call.
         AskTimeout: nothing arrived for ``idle_timeout`` seconds (default: the node's ask timeout).
         RunNotFound: no such run.
     """
+    # Not a generator function itself, so that bad arguments fail here and not at the first next().
+    check_id(run_id, "run_id")
+    check_int(after_seq, "after_seq", minimum=0)
+    if not isinstance(credit, bool):
+        raise ValidationError("credit must be a bool", reason="invalid_value",
+                              details={"key": "credit", "type": type(credit).__name__})
+    check_timeout(idle_timeout, "idle_timeout")
     handle = _system(system)
     idle = handle.settings.ask_timeout_s if idle_timeout is None else idle_timeout
+    return _subscription(handle, run_id, after_seq, credit, idle)
+
+
+def _subscription(handle: ActorSystemHandle, run_id: str, after_seq: int, credit: bool,
+                  idle: float) -> Generator[RunItem, None, None]:
     ref = _ref(handle, run_id)
     sub_id = uuid.uuid4().hex
     endpoint = handle.open_endpoint()
