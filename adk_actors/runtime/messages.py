@@ -13,7 +13,8 @@ from adk_actors.errors import AdkError
 
 __all__ = [
     "Call", "ChildExit", "ChildReady", "Down", "Failure", "Forward", "GetStatus", "Lookup", "Ping", "Register",
-    "Reply", "Resolved", "Route", "Shutdown", "StartChild", "SupInit", "TerminateChild", "ToInner", "Unregister",
+    "RegistryMoved", "Reply", "Resolved", "Route", "Shutdown", "StartChild", "SupInit", "TerminateChild", "ToInner",
+    "Unregister",
 ]
 
 
@@ -129,6 +130,14 @@ class Register:
     pid: int
     kind: str = "actor"
     hostname: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegistryMoved:
+    """The registry was restarted at ``address`` with an empty table: the root tells its children, and every
+    supervisor (and host) re-registers its named children there and passes the message down."""
+
+    address: Any
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

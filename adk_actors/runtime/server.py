@@ -48,8 +48,9 @@ from thespian.actors import (
     WatchMessage,
 )
 
-from adk_actors.errors import ActorCrashed, AdkError, AskTimeout
+from adk_actors.errors import ActorCrashed, AdkError, AskTimeout, WorkerError
 from adk_actors.logs import get_logger
+from adk_actors.runtime.jobwatch import POOL_NAME, JobWatch, Lost
 from adk_actors.runtime.lane import LaneReturn, LaneServer, lanes_enabled
 from adk_actors.runtime.messages import (
     Call,
@@ -60,8 +61,10 @@ from adk_actors.runtime.messages import (
     Failure,
     Forward,
     GetStatus,
+    Lookup,
     Ping,
     Register,
+    RegistryMoved,
     Reply,
     Resolved,
     Shutdown,
@@ -163,6 +166,13 @@ _LANE_RETRIES = 100
 
 
 @dataclass(frozen=True, slots=True)
+class _PoolGone:
+    """Answer pool calls found lost while they were being sent (delivered next, never re-entrantly)."""
+
+    lost: tuple[Lost, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class _CallExpired:
     call_id: str
 
@@ -188,6 +198,10 @@ class Tier1Port:
         self.hostname = socket.gethostname()
         self.io_pool: Any = None
         self.lane: LaneServer | None = None
+        self.jobs: JobWatch | None = None
+        """Calls in flight to the worker pool (this actor's or, for a host, its inner actors'), watched for the
+        pool's death."""
+        self.pool_lookup = False
 
     @property
     def ref(self) -> Any:
@@ -203,7 +217,12 @@ class Tier1Port:
                                    details={"name": target})
                 self.actor.send(self.actor._registry, Forward(name=target, message=message,
                                                               deadline=time.monotonic() + 30.0))
+                if target == POOL_NAME and isinstance(message, Call):
+                    self._watch_job(message, 0)
+                    self._lookup_pool(message.deadline)
                 return
+            if target == POOL_NAME and isinstance(message, Call):
+                self._watch_job(message, entry.pid if entry.hostname == self.hostname else 0)
             target = entry.address
         if isinstance(target, LocalRef):
             self.send(host_name(target.host_id), ToInnerMessage(local_id=target.local_id, message=message))
@@ -215,6 +234,40 @@ class Tier1Port:
                 and self.lane.client.send(target, self.actor.myAddress, message)):
             return
         self.actor.send(target, message)
+
+    def _watch_job(self, call: Call, pid: int) -> None:
+        if self.jobs is None:
+            self.jobs = JobWatch()
+        if not self.jobs.track(call.call_id, call.reply_to, call.deadline, pid):
+            self.jobs.settle(call.call_id)
+            self.actor.wakeupAfter(0.0, payload=_PoolGone(((call.call_id, call.reply_to),)))
+
+    def _lookup_pool(self, deadline: float) -> None:
+        """Learn which pool process a forwarded call reached. The registry answers a forward it delivers at once
+        with ``Resolved``, but not one it parked while the pool was down (delivered to the restarted pool): this
+        lookup, parked the same way, names the restarted pool. One at a time, on a cache miss only."""
+        if self.pool_lookup or self.actor._registry is None:
+            return
+        self.pool_lookup = True
+
+        def done(value: Any, _error: AdkError | None) -> None:
+            self.pool_lookup = False
+            if isinstance(value, Resolved):
+                self.resolved(value)
+
+        self.actor.call(self.actor._registry, Lookup(name=POOL_NAME), deadline, done)
+
+    def settle_job(self, call_id: str) -> None:
+        """A reply passed by: the call it answers is no longer watched."""
+        if self.jobs is not None and self.jobs.pending:
+            self.jobs.settle(call_id)
+
+    def resolved(self, entry: Resolved) -> None:
+        self.names[entry.name] = entry
+        if entry.name == POOL_NAME and self.jobs is not None and self.jobs.pending:
+            lost = self.jobs.resolved(entry.pid if entry.hostname == self.hostname else 0)
+            if lost:
+                self.actor.pool_lost(lost)
 
     def answer(self, target: LaneReturn, message: Any, attempt: int) -> None:
         """Answer a facade caller on its lane. A message holding an address Thespian has not translated yet (a
@@ -266,6 +319,8 @@ class Tier1Port:
         fds = [self.io_pool.read_fd] if self.io_pool is not None else []
         if self.lane is not None:
             fds.append(self.lane.fileno())
+        if self.jobs is not None and self.jobs.pending:
+            fds.extend(self.jobs.fds())
         return fds
 
 
@@ -476,6 +531,8 @@ class GenServer(Actor):
                 self._fire(payload)
             elif isinstance(payload, _LaneRetry):
                 self._port.answer(payload.target, payload.message, payload.attempt)
+            elif isinstance(payload, _PoolGone):
+                self.pool_lost(list(payload.lost))
             else:
                 self.handle_wakeup(payload)
         elif isinstance(message, TimerFire):  # tier-2 timers arrive unwrapped
@@ -488,6 +545,11 @@ class GenServer(Actor):
                 for result in self._port.io_pool.drain():
                     self._on_io(IoDone(result.io_id, result.value, result.error, result.progress))
                 ready.remove(self._port.io_pool.read_fd)
+            jobs = self._port.jobs if self.tier == 1 else None
+            if jobs is not None and jobs.pending:
+                ready, lost = jobs.take_ready(ready)
+                if lost:
+                    self.pool_lost(lost)
             lane = self._port.lane if self.tier == 1 else None
             if lane is not None and lane.fileno() in ready:
                 ready.remove(lane.fileno())
@@ -510,7 +572,14 @@ class GenServer(Actor):
         elif isinstance(message, ChildActorExited):
             self.handle_child_exited(message.childAddress)
         elif isinstance(message, Resolved):
-            self._port.names[message.name] = message
+            if self.tier == 1:
+                self._port.resolved(message)
+            else:
+                self._port.names[message.name] = message
+        elif isinstance(message, RegistryMoved):
+            # Our registry was restarted: later registrations, Downs and forwards go to the new one.
+            self._registry = message.address
+            self.handle_info(message, sender)
         elif isinstance(message, PoisonMessage):
             self.log.warning("message could not be delivered", message_type=type(message.poisonMessage).__name__)
         elif isinstance(message, DeadEnvelope):
@@ -577,6 +646,8 @@ class GenServer(Actor):
             self.reply(ctx, value)
 
     def _on_reply(self, message: Reply | Failure) -> None:
+        if self.tier == 1:
+            self._port.settle_job(message.call_id)
         entry = self._pending.pop(message.call_id, None)
         if entry is None:
             return  # late or unknown: dropped
@@ -624,6 +695,22 @@ class GenServer(Actor):
                 entry[0](None, AskTimeout("call deadline passed", details={"call_id": fire.message.call_id}))
             return
         self.handle_timer(fire.message)
+
+    def pool_lost(self, lost: list[Lost]) -> None:
+        """The worker pool process died holding these calls: answer each at once with ``worker_lost`` (as the pool
+        answers a job whose worker died), instead of leaving the callers to their deadlines."""
+        self.log.warning("the worker pool exited with calls in flight; failing them", calls=len(lost))
+        for call_id, reply_to in lost:
+            failure = Failure(call_id=call_id, error=WorkerError("the worker pool process exited during the job",
+                                                                 reason="worker_lost"))
+            self.deliver_local(reply_to, failure)
+
+    def deliver_local(self, target: Any, message: Any) -> None:
+        """Deliver ``message`` to ``target`` as if it had arrived from outside (to this actor: directly)."""
+        if target is None or target == self.myAddress:
+            self._dispatch(message, None)
+        else:
+            self._port.send(target, message)
 
     def _answer_dead(self, call: Call, sender: Any) -> None:
         target = call.reply_to if call.reply_to is not None else sender

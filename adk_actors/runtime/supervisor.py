@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -26,6 +27,8 @@ from adk_actors.runtime.messages import (
     Down,
     GetStatus,
     Ping,
+    Register,
+    RegistryMoved,
     Shutdown,
     StartChild,
     SupInit,
@@ -183,8 +186,24 @@ class Supervisor(GenServer):
             child = self.children.get(message.child_id)
             if child is not None:
                 child.exit_reason = message.reason
+        elif isinstance(message, RegistryMoved):
+            self.registry_moved(message)
         else:
             super().handle_info(message, sender)
+
+    def registry_moved(self, message: RegistryMoved) -> None:
+        """Rebuild the restarted registry's table from what we know (a running child's name, address and pid), so
+        lookups resolve at once instead of waiting for each child to restart, and pass the news down the tree."""
+        self._registry = message.address
+        for cid in self.order:
+            child = self.children[cid]
+            if child.state != "running" or child.address is None or child.address == message.address:
+                continue
+            if child.spec.register_as:
+                self._port.send(message.address, Register(name=child.spec.register_as, address=child.address,
+                                                          pid=child.pid, kind=child.spec.actor.rpartition(".")[2],
+                                                          hostname=socket.gethostname()))
+            self._port.send(child.address, message)
 
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
         if isinstance(request, StartChild):

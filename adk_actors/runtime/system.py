@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,20 +38,22 @@ from adk_actors.errors import (
     ConfigError,
     RuntimeFailure,
     SystemNotRunning,
+    WorkerError,
     error_from_dict,
 )
 from adk_actors.runtime import thespian_tuning
 from adk_actors.runtime.callables import callable_ref
-from adk_actors.runtime.host import InnerSpec, Spawn, StopInner
+from adk_actors.runtime.host import InnerGroupSpec, InnerSpec, Spawn, SpawnGroup, StopInner, check_group
 from adk_actors.runtime.lane import ENV as LANES_ENV
 from adk_actors.runtime.lane import LaneConn, address_key, lanes_enabled
 from adk_actors.runtime.logdefs import NULL_LOG_DEFS, sink_path, thesplog_path
 from adk_actors.runtime.messages import Call, Failure, GetStatus, Lookup, Reply, Resolved, Route, Shutdown, ToInner
 from adk_actors.runtime.procs import group_pids, pid_alive, pid_alive_fast
 from adk_actors.runtime.refs import LocalRef, host_name, place
-from adk_actors.runtime.root import ROOT_NAME, Root, SystemInfo
+from adk_actors.runtime.root import ROOT_NAME, AwaitRegistry, Root, SystemInfo
 from adk_actors.runtime.server import JOB_REPLY_GRACE_S
 from adk_actors.runtime.workers import RunJob
+from adk_actors.secrets import private_dir, private_opener
 from adk_actors.settings import Settings, load_settings
 
 __all__ = [
@@ -126,6 +128,9 @@ class ActorSystemHandle:
         self._asys: ActorSystem | None = asys
         self.root: Any = info["root"]
         self.registry: Any = info["registry"]
+        # The registry's pid is watched during lookups, so only where its process table is ours.
+        self._root_local = info.get("hostname", _HOSTNAME) == _HOSTNAME
+        self.registry_pid: int = int(info.get("registry_pid") or 0) if self._root_local else 0
         self.router: Any = info["router"]
         self.pgid: int = int(info["pgid"])
         self.root_pid: int = int(info["root_pid"])
@@ -213,6 +218,39 @@ class ActorSystemHandle:
     def stop_inner(self, ref: LocalRef, timeout: float | None = None) -> None:
         self.ask(host_name(ref.host_id), StopInner(local_id=ref.local_id), timeout)
 
+    def spawn_group(self, group_id: str, members: Sequence[InnerSpec], *, strategy: str = "one_for_one",
+                    intensity: int = 1, period: float = 5.0, restart: str = "permanent",
+                    timeout: float | None = None) -> list[LocalRef]:
+        """Start a supervised group of inner actors (an inner supervisor) on the host chosen by
+        ``blake2b(group_id) mod hosts``; every member runs there. See :class:`~adk_actors.runtime.host.InnerGroupSpec`
+        for the strategies (``one_for_one``, ``one_for_all``, ``rest_for_one``) and the escalation past
+        ``intensity`` restarts in ``period`` seconds. Returns the members' refs, in start order.
+
+        Raises:
+            ConfigError: ``invalid_group``, ``invalid_strategy``, ``invalid_value``, ``duplicate_member`` (checked
+                here, before anything is sent).
+            AdkError: ``already_started`` when the group id or a member id is taken on that host (nothing starts).
+        """
+        if isinstance(members, str | bytes) or not isinstance(members, Sequence):
+            raise ConfigError("members must be a sequence of InnerSpec", reason="invalid_group",
+                              details={"field": "members"})
+        spec = InnerGroupSpec(local_id=group_id, members=tuple(members), strategy=strategy,  # type: ignore[arg-type]
+                              intensity=intensity, period=period, restart=restart)  # type: ignore[arg-type]
+        check_group(spec)
+        refs: list[LocalRef] = self.ask(host_name(place(group_id, self.settings.hosts)), SpawnGroup(spec=spec),
+                                        timeout)
+        return list(refs)
+
+    def stop_group(self, group_id: str, timeout: float | None = None) -> None:
+        """Stop a group started with :meth:`spawn_group`: its members in reverse start order; none restart.
+
+        Raises:
+            AdkError: ``not_found`` when no such group (or inner actor) runs.
+        """
+        if not isinstance(group_id, str) or not group_id:
+            raise ConfigError("a group id is a non-empty string", reason="invalid_group", details={"field": "group_id"})
+        self.ask(host_name(place(group_id, self.settings.hosts)), StopInner(local_id=group_id), timeout)
+
     def run_job(self, fn: Any, *args: Any, timeout: float | None = None, job_class: str = "default",
                 **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` in the worker-process pool and return its JSON-safe result.
@@ -224,7 +262,12 @@ class ActorSystemHandle:
         timeout = self.settings.ask_timeout_s if timeout is None else timeout
         deadline = time.monotonic() + timeout
         job = RunJob(fn=callable_ref(fn), args=args, kwargs=kwargs, deadline=deadline, job_class=job_class)
-        return self.ask("workers", job, timeout + JOB_REPLY_GRACE_S)
+        try:
+            return self.ask("workers", job, timeout + JOB_REPLY_GRACE_S)
+        except ActorCrashed as err:
+            if err.reason != "noproc":
+                raise
+            raise WorkerError("the worker pool process exited during the job", reason="worker_lost") from None
 
     def open_endpoint(self) -> Endpoint:
         """A private endpoint kept open by the caller (for streams that receive many messages); close it."""
@@ -382,10 +425,28 @@ class ActorSystemHandle:
         deadline = deadline if deadline is not None else time.monotonic() + self.settings.ask_timeout_s
         with self._names_lock:
             dead = self._dead.pop(name, None)
-        resolved: Resolved = self.ask_address(self.registry, Lookup(name=name, exclude=dead), deadline)
+        resolved = self._lookup(name, dead, deadline)
         with self._names_lock:
             self._names[name] = resolved
         return resolved
+
+    def _lookup(self, name: str, dead: Any, deadline: float) -> Resolved:
+        """Ask the registry, watching its process: if it dies (before or during the lookup) wait for the root to
+        restart it and ask the new one, so a restarted registry costs callers a restart, not their deadline."""
+        while True:
+            registry, pid = self.registry, self.registry_pid
+            try:
+                resolved: Resolved = self.ask_address(registry, Lookup(name=name, exclude=dead), deadline,
+                                                      monitor_pid=pid)
+                return resolved
+            except ActorCrashed as err:
+                if err.reason != "noproc":
+                    raise
+            info = self.ask_address(self.root, AwaitRegistry(exclude=registry), deadline)
+            with self._names_lock:
+                if self.registry == registry:
+                    self.registry = info["registry"]
+                    self.registry_pid = int(info.get("registry_pid") or 0) if self._root_local else 0
 
     def _forget(self, name: str, dead: Any = None) -> None:
         with self._names_lock:
@@ -597,8 +658,8 @@ def start(settings: Settings | None = None, *, owned: bool | None = None, node: 
     if port_listening(port, settings.bind_ip):
         raise ConfigError("the admin port is already in use", reason="port_in_use", details={"port": port})
     data = settings.data_path()
-    (data / "logs").mkdir(parents=True, exist_ok=True)
-    (data / "run").mkdir(parents=True, exist_ok=True)
+    private_dir(data / "logs")  # 0700: logs and run files hold user content (boot tightens existing ones)
+    private_dir(data / "run")
     ready = data / "run" / f"boot-{port}-{uuid.uuid4().hex[:8]}.json"
     spec = {"port": port, "data_dir": str(data), "owner_pid": os.getpid() if owned else 0,
             "ready_file": str(ready), "settings": settings.to_dict(), "log_level": settings.log_level,
@@ -607,8 +668,10 @@ def start(settings: Settings | None = None, *, owned: bool | None = None, node: 
     env.update(_thespian_env(settings, port))
     if settings.gemini_api_key is not None:
         env["GEMINI_API_KEY"] = settings.gemini_api_key.reveal()
+    # The provider runs in the node's processes: the node's setting must reach them, not only this process's env.
+    env["ADK_GEMINI_BASE_URL"] = settings.gemini_base_url
     boot_log = data / "logs" / f"system-{port}.out"
-    with open(boot_log, "ab") as out:
+    with open(boot_log, "ab", opener=private_opener) as out:
         proc = subprocess.Popen([sys.executable, "-m", "adk_actors.runtime.boot", json.dumps(spec)],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, close_fds=True,
                                 env=env, cwd=os.getcwd())

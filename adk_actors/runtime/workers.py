@@ -5,7 +5,9 @@
 queue FIFO (bounded) until a worker is idle. A deadline miss or a cancel kills the worker (Python threads cannot
 be killed, processes can) and the pool starts a replacement; a worker that dies under a job fails that job with
 ``worker_lost`` — a job is never retried behind the caller's back. Results are normalized to JSON-safe values in
-the worker. An optional ``RLIMIT_AS`` per job class bounds a job's address space.
+the worker. An optional ``RLIMIT_AS`` per job class bounds a job's address space. When the pool process itself
+dies, its workers die with it (``PR_SET_PDEATHSIG`` = SIGKILL) and the callers' processes answer the jobs it held
+with ``worker_lost`` (:mod:`adk_actors.runtime.jobwatch`).
 
 Pool protocol — calls: ``RunJob`` (answered with the function's JSON-safe result), ``GetStatus``, ``Ping``;
 tells: ``CancelJob``. Worker protocol (internal): ``_Exec`` in, ``_JobDone`` out.
@@ -29,7 +31,7 @@ from adk_actors.errors import AdkError, WorkerError
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.runtime.messages import SupInit
 from adk_actors.runtime.procs import pid_alive
-from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
+from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer, set_pdeathsig
 
 __all__ = ["CancelJob", "PoolSpec", "RunJob", "Worker", "WorkerPool", "normalize_result"]
 
@@ -125,6 +127,12 @@ def normalize_result(value: Any, _depth: int = 0) -> Any:
 
 class Worker(GenServer):
     """One worker process: runs one job at a time, synchronously (blocking here only blocks this worker)."""
+
+    def init(self, args: Any) -> Any:
+        # A worker blocked in user code never gets to act on a SIGTERM (Thespian's handler only flags an exit):
+        # when its pool dies, the kernel kills it outright, so a job reported lost stops running.
+        set_pdeathsig(signal.SIGKILL)
+        return None
 
     def handle_info(self, message: Any, sender: Any) -> None:
         if not isinstance(message, _Exec):

@@ -2,12 +2,13 @@
 
 Accepts (calls): :class:`Echo`, :class:`Crash`, :class:`Block`, :class:`Log`, :class:`Incr`, :class:`GetPid`,
 :class:`RaiseError`, :class:`StopMe`, :class:`ReplyLater`, :class:`Relay`, :class:`Fetch`, :class:`CancelIo`,
-:class:`Job`, :class:`SendUnpicklable`, :class:`Burst`, :class:`GetNotes`, plus ``Ping`` / ``GetStatus``; casts:
-:class:`Note`. The same class runs at tier 1 and at tier 2.
+:class:`Job`, :class:`SendUnpicklable`, :class:`Burst`, :class:`GetNotes`, :class:`IoLog`, plus ``Ping`` /
+``GetStatus``; casts: :class:`Note`. The same class runs at tier 1 and at tier 2.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -18,8 +19,8 @@ from typing import Any
 from adk_actors.errors import AdkError
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
-__all__ = ["Block", "Burst", "CancelIo", "Crash", "Echo", "Fetch", "GetNotes", "GetPid", "Incr", "Job", "Log", "Note",
-           "Probe", "ProbeArgs", "RaiseError", "Relay", "ReplyLater", "SendUnpicklable", "StopMe"]
+__all__ = ["Block", "Burst", "CancelIo", "Crash", "Echo", "Fetch", "GetNotes", "GetPid", "Incr", "IoLog", "Job", "Log",
+           "Note", "Probe", "ProbeArgs", "RaiseError", "Relay", "ReplyLater", "SendUnpicklable", "StopMe"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +77,19 @@ class Incr:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetPid:
     pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IoLog:
+    """Write ``count`` log records at ``level`` from an I/O thread (not the actor's thread); answer ``count``."""
+
+    count: int
+    text: str = "io-log"
+    level: str = "warning"
+    burst: int = 0
+    """Pause ``pause_s`` after every ``burst`` records (0: no pauses), as a library logging per statement does."""
+    pause_s: float = 0.0
+    timeout: float = 30.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,6 +167,15 @@ def _http_get(token: Any, url: str) -> dict[str, Any]:
     return {"status": response.status_code, "length": len(response.content)}
 
 
+def _log_many(token: Any, count: int, text: str, level: str, burst: int, pause_s: float) -> int:
+    log = logging.getLogger("adk_actors.testing.iolog")
+    for i in range(count):
+        getattr(log, level)("%s %d", text, i)
+        if burst and i % burst == burst - 1:
+            time.sleep(pause_s)
+    return count
+
+
 class Probe(GenServer):
     """A test actor; see the module docstring."""
 
@@ -214,6 +237,13 @@ class Probe(GenServer):
         if isinstance(request, SendUnpicklable):
             self.call(request.target, Echo(value=threading.Lock()), time.monotonic() + 5.0,
                       lambda value, error: self.fail(ctx, error) if error else self.reply(ctx, "delivered"))
+            return DEFERRED
+        if isinstance(request, IoLog):
+            io_id = self.io_call(_log_many, (request.count, request.text, request.level, request.burst,
+                                             request.pause_s),
+                                 time.monotonic() + request.timeout,
+                                 lambda value, error: self._io_done(ctx, io_id, value, error))
+            self.io_ids.add(io_id)
             return DEFERRED
         if isinstance(request, CancelIo):
             for io_id in list(self.io_ids):
