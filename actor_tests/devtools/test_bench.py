@@ -17,7 +17,7 @@ TINY = bench.Sizes(asks=5, hops=5, jobs=3, restarts=2, inner=10, idle_actors=4, 
                    sse_chunks=20, sse_chunk_chars=8, sse_streams=1, session_events=10, session_reads=1,
                    session_backends=("memory", "sqlite"), runner_runs=3, concurrent_runs=10,
                    concurrent_io_threads=(16,), agent_turns=3, agent_concurrency=(5,), idle_agents=5,
-                   idle_agents_s=0.2, spawn_agents=10)
+                   idle_agents_s=0.2, spawn_agents=10, soak_turns=5, soak_latency_ms=0, concurrent_starts=5)
 
 
 def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(system: ActorSystemHandle,
@@ -47,6 +47,9 @@ def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(sy
     assert [m["completed_ok"] for m in results["concurrency"]["data"].values()] == [5]
     assert results["idle_agents"]["data"]["agents"] == TINY.idle_agents
     assert all(m["inner_actors"] >= TINY.spawn_agents for m in results["spawn_agents"]["data"].values())
+    soak = results["reliability"]["data"]
+    assert [soak[f"soak_{level}"]["failures"] for level in TINY.soak_library_levels] == [{}, {}]
+    assert soak["starts"]["outcomes"] == {"Completed": TINY.concurrent_starts}
     assert system.running  # the harness never stops a system it was given
 
     info = bench.machine_info()

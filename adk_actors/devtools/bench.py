@@ -9,7 +9,8 @@ Prints a Markdown report (a targets summary, then one table per benchmark) heade
 the git commit and the exact command; ``--append`` also appends it to a file as a new dated section.
 Benchmarks, in run order: ``idle``, ``ask_tier1``, ``ask_tier2``, ``hops``, ``restart``, ``spawn_inner``,
 ``provider``, ``sessions``, ``runner``, ``runner_c1000`` (:mod:`~adk_actors.devtools.bench_runner`), ``agent_turns``,
-``concurrency``, ``idle_agents``, ``spawn_agents`` (:mod:`~adk_actors.devtools.bench_agents`).
+``concurrency``, ``idle_agents``, ``spawn_agents`` (:mod:`~adk_actors.devtools.bench_agents`), ``reliability``
+(:mod:`~adk_actors.devtools.bench_reliability`).
 
 How things are measured (see docs/PERFORMANCE.md):
 
@@ -111,6 +112,12 @@ class Sizes:
     """Measurement window of idle_agents (once without agents, once with them)."""
     spawn_agents: int = 1000
     """Agents spawned per row of spawn_agents."""
+    soak_turns: int = 5000
+    """Sequential Runner turns per row of the reliability soak."""
+    soak_latency_ms: int = 50
+    soak_library_levels: tuple[str, ...] = ("warning", "info")
+    concurrent_starts: int = 500
+    """runs.start calls released at once in the reliability benchmark."""
 
     @classmethod
     def full(cls) -> Sizes:
@@ -121,7 +128,7 @@ class Sizes:
         return cls(asks=300, hops=200, jobs=60, restarts=10, idle_s=2.0, provider_calls=100, sse_chunks=2000,
                    sse_streams=3, session_events=500, session_reads=5, runner_runs=100, concurrent_runs=300,
                    agent_turns=100, agent_concurrency=(10, 100), idle_agents=100, idle_agents_s=2.0,
-                   spawn_agents=300)
+                   spawn_agents=300, soak_turns=300, concurrent_starts=100)
 
 
 @dataclass(slots=True)
@@ -772,6 +779,7 @@ from adk_actors.devtools.bench_agents import (  # noqa: E402
     bench_idle_agents,
     bench_spawn_agents,
 )
+from adk_actors.devtools.bench_reliability import bench_reliability  # noqa: E402
 from adk_actors.devtools.bench_runner import bench_runner, bench_runner_c1000  # noqa: E402
 
 BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
@@ -790,6 +798,7 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     "concurrency": (bench_concurrency, False),
     "idle_agents": (bench_idle_agents, False),
     "spawn_agents": (bench_spawn_agents, False),
+    "reliability": (bench_reliability, False),
 }
 
 
