@@ -91,3 +91,21 @@ def mismatched_replies(system: ActorSystemHandle, target: Any, threads: int = 8,
     for th in pool:
         th.join()
     return errors
+
+
+def socket_inodes(pids: list[int]) -> set[int]:
+    """Inodes of the sockets the processes ``pids`` hold open (a process that exited meanwhile holds none)."""
+    inodes: set[int] = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:  # exited meanwhile
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(int(target[8:-1]))
+    return inodes

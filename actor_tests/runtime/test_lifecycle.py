@@ -23,23 +23,7 @@ from adk_actors.settings import Settings
 from adk_actors.testing import reserved_port
 from adk_actors.testing.actors import GetPid, Log
 
-from .helpers import PROBE, start_child, unique
-
-
-def _socket_inodes(pid: int) -> set[int]:
-    inodes = set()
-    try:
-        names = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return inodes
-    for fd in names:
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(int(target[8:-1]))
-    return inodes
+from .helpers import PROBE, socket_inodes, start_child, unique
 
 
 def test_stop_leaves_no_process_of_the_group(tmp_data_dir: Path) -> None:
@@ -72,9 +56,9 @@ def test_a_socket_opened_before_start_is_not_held_by_any_thespian_process(tmp_da
     try:
         pids = group_pids(handle.pgid)
         assert pids
-        holders = [pid for pid in pids if inode in _socket_inodes(pid)]
+        holders = [pid for pid in pids if inode in socket_inodes([pid])]
         assert holders == []
-        assert inode in _socket_inodes(os.getpid())  # the check itself can see the socket
+        assert inode in socket_inodes([os.getpid()])  # the check itself can see the socket
     finally:
         handle.stop()
         listener.close()

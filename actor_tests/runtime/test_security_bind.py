@@ -17,26 +17,9 @@ from adk_actors.runtime.boot import check_bind
 from adk_actors.runtime.supervisor import ChildSpec
 from adk_actors.runtime.system import ActorSystemHandle, group_pids, start
 
-from .helpers import PROBE, start_child, unique
+from .helpers import PROBE, socket_inodes, start_child, unique
 
 _LISTEN = "0A"
-
-
-def _socket_inodes(pids: list[int]) -> set[int]:
-    inodes: set[int] = set()
-    for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:  # exited meanwhile
-            continue
-        for fd in fds:
-            try:
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                inodes.add(int(target[8:-1]))
-    return inodes
 
 
 def _listeners(inodes: set[int]) -> list[tuple[str, int]]:
@@ -60,13 +43,13 @@ def _listeners(inodes: set[int]) -> list[tuple[str, int]]:
 def test_every_listener_of_the_node_binds_the_configured_address(system: ActorSystemHandle) -> None:
     start_child(system, ChildSpec(id=unique("bind"), actor=PROBE))
     node = group_pids(system.pgid)
-    listeners = _listeners(_socket_inodes(node))
+    listeners = _listeners(socket_inodes(node))
     # admin, logger, root, registry, router, sandbox, hosts, workers, the probe...: all of them, whatever the count
     assert len(listeners) >= 8, listeners
     assert system.port in {port for _ip, port in listeners}
     assert {ip for ip, _port in listeners} == {system.settings.bind_ip}, listeners
     # The caller's own endpoint listens for replies too.
-    mine = _listeners(_socket_inodes([os.getpid()]))
+    mine = _listeners(socket_inodes([os.getpid()]))
     assert mine and all(ip == "127.0.0.1" for ip, _port in mine), mine
     for _ip, port in listeners:
         with pytest.raises(ConnectionRefusedError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import requests
@@ -140,6 +140,23 @@ def _too_large(limit: int) -> ProviderError:
                          reason="response_too_large", details={"max_bytes": limit})
 
 
+def _chunks(resp: requests.Response, guard: CallGuard, *, streaming: bool) -> Iterator[bytes]:
+    """The body's pieces as they arrive, each read under the call's guard (its deadline and cancel token).
+
+    Raises:
+        ProviderError: ``timeout``/``cancelled``/``connection_error`` from the transport.
+    """
+    while True:
+        try:
+            chunk = resp.raw.read1(_READ_SIZE, decode_content=True)
+        except _TRANSPORT_ERRORS as exc:
+            raise _transport_error(guard, exc, streaming=streaming, started=streaming) from None
+        guard.check()
+        if not chunk:
+            return
+        yield chunk
+
+
 def _read_capped(resp: requests.Response, guard: CallGuard, limit: int, *, truncate: bool) -> bytes:
     """The body, read in pieces under the call's guard, refused (or, for an error body, cut) past ``limit``.
 
@@ -148,20 +165,14 @@ def _read_capped(resp: requests.Response, guard: CallGuard, limit: int, *, trunc
     """
     chunks: list[bytes] = []
     size = 0
-    while True:
-        try:
-            chunk = resp.raw.read1(_READ_SIZE, decode_content=True)
-        except _TRANSPORT_ERRORS as exc:
-            raise _transport_error(guard, exc, streaming=False, started=False) from None
-        guard.check()
-        if not chunk:
-            return b"".join(chunks)
+    for chunk in _chunks(resp, guard, streaming=False):
         size += len(chunk)
         chunks.append(chunk)
         if size > limit:
             if truncate:
                 return b"".join(chunks)[:limit]
             raise _too_large(limit)
+    return b"".join(chunks)
 
 
 class GeminiProvider:
@@ -305,14 +316,7 @@ class GeminiProvider:
                 on_frame(frame)
 
         received = 0
-        while True:
-            try:
-                chunk = resp.raw.read1(_READ_SIZE, decode_content=True)
-            except _TRANSPORT_ERRORS as exc:
-                raise _transport_error(guard, exc, streaming=True, started=True) from None
-            guard.check()
-            if not chunk:
-                break
+        for chunk in _chunks(resp, guard, streaming=True):
             received += len(chunk)
             if received > MAX_RESPONSE_BYTES:
                 raise _too_large(MAX_RESPONSE_BYTES)
