@@ -1,7 +1,9 @@
 """adk_actors: a Python agent development kit for Gemini-backed agents, built as an OTP-style actor system.
 
 The facade: start or attach to a node's actor system and talk to it. Every call is an ask with a deadline and
-a correlation id; see ``docs/ARCHITECTURE.md`` and ``docs/GUIDE.md``.
+a correlation id; see ``docs/ARCHITECTURE.md`` and ``docs/GUIDE.md``. ``__all__`` is the public API (listed in
+``docs/GUIDE.md``, checked by ``actor_tests/test_public_api.py``); runtime internals such as ``LocalRef`` live in
+their modules (``adk_actors.runtime.refs``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ __version__ = "0.1.0"
 
 from adk_actors import runs
 from adk_actors.agents import (
+    Agent,
     AgentRef,
     AgentTool,
     delegate,
@@ -26,13 +29,34 @@ from adk_actors.errors import (
     AdkError,
     AgentError,
     AskTimeout,
+    BudgetExceeded,
+    ConcurrencyConflict,
     ConfigError,
+    ContentError,
+    EventError,
+    NameNotFound,
+    PolicyDenied,
+    ProviderError,
+    ProviderHttpError,
+    RateLimited,
+    RetryExhausted,
+    RunError,
+    RunNotFound,
+    RuntimeFailure,
+    SchemaError,
+    SessionError,
+    SessionNotFound,
+    StorageError,
+    StreamError,
     SystemNotRunning,
+    ToolError,
+    ValidationError,
     WorkerError,
+    WorkflowError,
 )
+from adk_actors.events import Event
 from adk_actors.node import open_actor_system, session_service, start
 from adk_actors.runner import Runner
-from adk_actors.runtime.refs import LocalRef
 from adk_actors.runtime.system import ActorSystemHandle, attach, current_system, stop
 from adk_actors.settings import Settings, load_settings
 from adk_actors.tools import FunctionTool, long_running
@@ -41,17 +65,39 @@ __all__ = [
     "ActorCrashed",
     "ActorSystemHandle",
     "AdkError",
+    "Agent",
     "AgentError",
     "AgentRef",
     "AgentTool",
     "AskTimeout",
+    "BudgetExceeded",
+    "ConcurrencyConflict",
     "ConfigError",
+    "ContentError",
+    "Event",
+    "EventError",
     "FunctionTool",
-    "LocalRef",
+    "NameNotFound",
+    "PolicyDenied",
+    "ProviderError",
+    "ProviderHttpError",
+    "RateLimited",
+    "RetryExhausted",
+    "RunError",
+    "RunNotFound",
     "Runner",
+    "RuntimeFailure",
+    "SchemaError",
+    "SessionError",
+    "SessionNotFound",
     "Settings",
+    "StorageError",
+    "StreamError",
     "SystemNotRunning",
+    "ToolError",
+    "ValidationError",
     "WorkerError",
+    "WorkflowError",
     "__version__",
     "attach",
     "current_system",

@@ -1,12 +1,14 @@
-"""Agents: the agent spec, the agent actor, ``AgentTool`` and the facade (spawn, prompt, delegate, invoke, the
-sequential / parallel / loop patterns). See ``docs/AGENTS.md``."""
+"""Agents: the agent spec (an ``Agent`` value or the dict config), the agent actor, ``AgentTool`` and the facade
+(spawn, prompt, delegate, invoke, the sequential / parallel / loop patterns). See ``docs/AGENTS.md``."""
 
+from adk_actors.agents.agent import Agent
 from adk_actors.agents.agent_tool import AgentTool
 from adk_actors.agents.api import (
     AgentRef,
     agent_history,
     delegate,
     describe_agent,
+    ensure_agent,
     invoke,
     is_approved,
     loop,
@@ -19,6 +21,7 @@ from adk_actors.agents.api import (
 from adk_actors.agents.spec import AgentSpec, SubAgent, ToolSpec, build_spec, check_agent_name, check_tree
 
 __all__ = [
+    "Agent",
     "AgentRef",
     "AgentSpec",
     "AgentTool",
@@ -30,6 +33,7 @@ __all__ = [
     "check_tree",
     "delegate",
     "describe_agent",
+    "ensure_agent",
     "invoke",
     "is_approved",
     "loop",

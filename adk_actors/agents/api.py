@@ -26,10 +26,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from adk_actors.agents.agent import Agent
 from adk_actors.agents.messages import Describe, GetHistory, Invoke, Prompt, PromptOutcome
 from adk_actors.agents.spec import AgentSpec, build_spec, check_agent_name, check_tree
 from adk_actors.content.validation import check_id, check_json_object, check_text, check_timeout
-from adk_actors.errors import AdkError, AgentError, AskTimeout, ConfigError, NameNotFound, ValidationError
+from adk_actors.errors import (
+    ActorCrashed,
+    AdkError,
+    AgentError,
+    AskTimeout,
+    ConfigError,
+    NameNotFound,
+    ValidationError,
+)
 from adk_actors.runtime.refs import LocalRef, place
 from adk_actors.runtime.system import ActorSystemHandle, current_system
 from adk_actors.tools.context import current_ancestry
@@ -39,6 +48,7 @@ __all__ = [
     "agent_history",
     "delegate",
     "describe_agent",
+    "ensure_agent",
     "invoke",
     "is_approved",
     "loop",
@@ -73,7 +83,8 @@ class AgentRef:
         return self.name
 
 
-AgentLike = AgentRef | str
+AgentLike = AgentRef | str | Agent
+"""An agent as the facade takes it: its ref, its registered name, or the ``Agent`` value it was spawned from."""
 
 
 def local_id(name: str) -> str:
@@ -94,7 +105,7 @@ def _system(system: ActorSystemHandle | None) -> ActorSystemHandle:
 def _ref(agent: AgentLike, system: ActorSystemHandle) -> AgentRef:
     if isinstance(agent, AgentRef):
         return agent
-    name = check_agent_name(agent, field_name="agent")
+    name = check_agent_name(agent.name if isinstance(agent, Agent) else agent, field_name="agent")
     return AgentRef(name, agent_ref(name, system.settings.hosts))
 
 
@@ -131,12 +142,17 @@ def _input(value: Any) -> Any:
                      details={"type": type(value).__name__})
 
 
-def spawn_agent(name: str, config: Mapping[str, Any], tools: Sequence[Any] = (), *,
+def spawn_agent(name: str | Agent, config: Mapping[str, Any] | None = None, tools: Sequence[Any] = (), *,
                 system: ActorSystemHandle | None = None, timeout: float | None = None) -> AgentRef:
     """Validate and start an agent (a permanent tier-2 actor registered under ``name``).
 
+    ``spawn_agent(agent)`` takes an :class:`~adk_actors.agents.agent.Agent` value instead of a name, config and
+    tools: its ``Agent``-valued sub-agents are spawned first (depth first, each as ``spawn_agent`` would), then the
+    agent; if any spawn fails, the agents this call started are stopped again.
+
     Args:
-        name: The agent name (``[A-Za-z_][A-Za-z0-9_]*``, not ``user``); unique per actor system.
+        name: The agent name (``[A-Za-z_][A-Za-z0-9_]*``, not ``user``); unique per actor system. Or an ``Agent``
+            value (then no ``config`` or ``tools``).
         config: The strict agent config (provider keys plus agent keys; see ``docs/AGENTS.md``).
         tools: Tools (``FunctionTool``, ``AgentTool``, any ``Tool``).
         system: The actor system (default: the current one).
@@ -152,6 +168,22 @@ def spawn_agent(name: str, config: Mapping[str, Any], tools: Sequence[Any] = (),
     """
     check_timeout(timeout)
     handle = _system(system)
+    if isinstance(name, Agent):
+        if config is not None or tools:
+            raise ConfigError("an Agent value carries its own config and tools", reason="invalid_value",
+                              details={"key": "config" if config is not None else "tools"})
+        started: list[AgentRef] = []
+        try:
+            return _spawn_value(name, handle, timeout, started)
+        except BaseException:
+            for done in reversed(started):
+                try:
+                    stop_agent(done, system=handle)
+                except AdkError:
+                    pass  # already gone
+            raise
+    if config is None:
+        raise _config_error_missing()
     settings = handle.settings
     store = None
     if isinstance(config, Mapping) and config.get("session_id") is not None:
@@ -169,6 +201,52 @@ def spawn_agent(name: str, config: Mapping[str, Any], tools: Sequence[Any] = (),
                              details={"name": name}) from None
         raise
     return AgentRef(name, ref)
+
+
+def _config_error_missing() -> ConfigError:
+    return ConfigError("an agent config is a dict with str keys", reason="invalid_value", details={"key": "config"})
+
+
+def _spawn_value(agent: Agent, handle: ActorSystemHandle, timeout: float | None, started: list[AgentRef]) -> AgentRef:
+    """Spawn ``agent``'s sub-agent values (depth first), then ``agent`` itself, through the dict-config path."""
+    for sub in agent.sub_agents:
+        if isinstance(sub, Agent):
+            _spawn_value(sub, handle, timeout, started)
+    ref = spawn_agent(agent.name, agent.config(), agent.tools, system=handle, timeout=timeout)
+    started.append(ref)
+    return ref
+
+
+def ensure_agent(agent: Agent, *, system: ActorSystemHandle | None = None) -> AgentRef:
+    """The running agent called ``agent.name``, spawned from ``agent`` (as :func:`spawn_agent`) when none runs.
+
+    A running agent of that name is used as it is: the value is not compared with the spec it was spawned from.
+
+    Raises:
+        AdkError: as :func:`spawn_agent`.
+    """
+    handle = _system(system)
+    ref = _ref(agent, handle)
+    if _running(handle, ref):
+        return ref
+    try:
+        return spawn_agent(agent, system=handle)
+    except AgentError as err:  # another caller spawned it meanwhile
+        if err.reason == "already_started" and _running(handle, ref):
+            return ref
+        raise
+
+
+def _running(handle: ActorSystemHandle, ref: AgentRef) -> bool:
+    try:
+        handle.ask(ref.ref, Describe(), TREE_CHECK_TIMEOUT_S)
+    except NameNotFound:
+        return False
+    except ActorCrashed as err:
+        if err.reason == "noproc":
+            return False
+        raise
+    return True
 
 
 def _node_store(handle: ActorSystemHandle) -> Any:

@@ -7,7 +7,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adk_actors.agents.api import AgentLike, AgentRef, _input, _ref, _system, agent_ref, local_id
+from adk_actors.agents.agent import Agent
+from adk_actors.agents.api import AgentLike, AgentRef, _input, _ref, _system, agent_ref, ensure_agent, local_id
 from adk_actors.agents.runner_turn import (
     CancelTurn,
     ResumeSpec,
@@ -46,7 +47,9 @@ class Runner:
     """Runs an agent against one session per call; see the package docstring and ``docs/RUNNER.md``.
 
     Args:
-        agent: The agent (``AgentRef`` or name).
+        agent: The agent (``AgentRef`` or name), or an ``Agent`` value: when no agent of that name runs, the
+            Runner spawns it now (as ``spawn_agent(agent)``, so a running system is needed); when one runs, the
+            Runner uses it as it is (the value is not compared with it).
         app_name: The application the sessions belong to.
         session_service: A session service (``adk_actors.session_service()`` or a ``SqlSessionService``).
         system: The actor system (default: the current one); not part of the pickled value.
@@ -57,15 +60,21 @@ class Runner:
     Raises:
         ConfigError: ``unknown_key`` / ``invalid_value`` naming the option; ``context_compress_unsupported``.
         ValidationError: an invalid ``app_name``.
+        AdkError: as ``spawn_agent`` for an ``Agent`` value that had to be spawned.
     """
 
     def __init__(self, agent: AgentLike, app_name: str, session_service: Any, *,
                  system: ActorSystemHandle | None = None, **options: Any) -> None:
         self.app_name = validate_name(app_name, "app_name")
-        self.agent_name = str(agent) if isinstance(agent, AgentRef) else check_agent_name(agent, field_name="agent")
+        if isinstance(agent, Agent):
+            self.agent_name = agent.name
+        else:
+            self.agent_name = str(agent) if isinstance(agent, AgentRef) else check_agent_name(agent, field_name="agent")
         self.session_service = session_service
         self.options: RunnerOptions = runner_options(**options)
         self._system = system
+        if isinstance(agent, Agent):  # every argument is valid: only now start anything
+            ensure_agent(agent, system=system)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"app_name": self.app_name, "agent_name": self.agent_name, "session_service": self.session_service,
