@@ -5,6 +5,11 @@ log records reach the sink configured in Thespian's ``logDefs`` (see ``runtime/l
 removed twice: by :func:`scrub_processor` where a record is made (structlog) and by :class:`ScrubFilter` where it
 is written (the sink), which also catches records from third-party libraries.
 
+Crash reports (:func:`crash_fields`, :func:`log_crash`): an actor crash, a user tool or job that raised, or a
+failed timer-thread callback is logged once at error level with the exception type, its message and its stack
+trace, all scrubbed where the record is made (and again by the sink). Only the log gets this text; callers get a
+structural error.
+
 Third-party loggers stay at ``library_log_level`` (WARNING by default) inside a node's processes, whatever the
 node's ``log_level``: Thespian gives each actor process a fresh root logger at the node's level, which every
 library logger inherits, and SQLAlchemy at INFO writes each statement (events, user text, state) to the log.
@@ -16,6 +21,7 @@ import json
 import logging
 import os
 import re
+import traceback
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -23,8 +29,9 @@ import structlog
 
 from adk_actors.secrets import REDACTED, SECRET_ENV_VARS, prune_secrets, register_env_secrets, scrub_text
 
-__all__ = ["LIBRARY_LEVEL_ENV", "LIBRARY_LOGGERS", "SECRET_ENV_VARS", "JsonFormatter", "ScrubFilter",
-           "configure_logging", "get_logger", "quiet_libraries", "scrub", "scrub_processor"]
+__all__ = ["CRASH_MESSAGE_CHARS", "CRASH_TRACE_CHARS", "LIBRARY_LEVEL_ENV", "LIBRARY_LOGGERS", "SECRET_ENV_VARS",
+           "JsonFormatter", "ScrubFilter", "configure_logging", "crash_fields", "get_logger", "log_crash",
+           "quiet_libraries", "scrub", "scrub_processor"]
 
 _PATTERNS = (
     # Google API keys.
@@ -49,6 +56,58 @@ def scrub_processor(_logger: Any, _method: str, event_dict: MutableMapping[str, 
     """structlog processor: prune secret-named keys and scrub secret values out of every string field."""
     pruned = prune_secrets(dict(event_dict))
     return {k: scrub(v) if isinstance(v, str) else v for k, v in pruned.items()}
+
+
+CRASH_MESSAGE_CHARS = 1000
+"""A crash report keeps at most this much of an exception's (scrubbed) message."""
+CRASH_TRACE_CHARS = 16_000
+"""... and this much of the end of its (scrubbed) stack trace, where the failing frames are."""
+
+
+def _type_name(exc: BaseException) -> str:
+    kind = type(exc)
+    if kind.__module__ in ("builtins", "__main__"):
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def crash_fields(exc: BaseException) -> dict[str, str]:
+    """The crash-report fields of ``exc``, scrubbed here (before they are bounded, so no secret is cut in half).
+
+    ``exception_type`` is the qualified class name, ``exception_message`` the message (at most
+    :data:`CRASH_MESSAGE_CHARS`) and ``exception`` the formatted stack trace with its chained causes (its last
+    :data:`CRASH_TRACE_CHARS`). Called on failure paths only.
+    """
+    try:
+        message = str(exc)
+    except Exception:  # a broken __str__ must not lose the report
+        message = "<unprintable message>"
+    try:
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except Exception:
+        trace = f"{_type_name(exc)} (stack trace could not be formatted)\n"
+    trace = scrub(trace)
+    if len(trace) > CRASH_TRACE_CHARS:
+        trace = "...\n" + trace[-CRASH_TRACE_CHARS:]
+    return {"exception_type": _type_name(exc), "exception_message": scrub(message)[:CRASH_MESSAGE_CHARS],
+            "exception": trace}
+
+
+def log_crash(logger: str, event: str, exc: BaseException, **fields: Any) -> None:
+    """Log a crash report of ``exc`` at error level through stdlib ``logging`` (for code that also runs outside
+    actor processes, where structlog may be configured by the user or not at all: user tools, the timer thread).
+
+    The record's text is ``event``, the ``fields`` as ``key=value``, the exception type and message, then the stack
+    trace on the following lines; everything is scrubbed before it is handed to ``logging``. Never raises.
+    """
+    try:
+        report = crash_fields(exc)
+        pairs = " ".join(f"{key}={scrub(str(value))[:200]}" for key, value in fields.items())
+        logging.getLogger(logger).error("%s %s exception_type=%s exception_message=%r\n%s", event, pairs,
+                                        report["exception_type"], report["exception_message"],
+                                        report["exception"].rstrip("\n"))
+    except Exception:  # reporting a failure must never add one
+        return
 
 
 class ScrubFilter(logging.Filter):

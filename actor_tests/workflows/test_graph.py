@@ -3,6 +3,7 @@ function / tool / agent node helpers (agent nodes against the Gemini emulator an
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,18 @@ def test_node_exceptions_become_node_failed_and_adk_errors_pass_through() -> Non
     with pytest.raises(WorkflowError) as info:
         Graph().add_node("n", increment).set_entry_point("n").compile().run(["not", "a", "map"])  # type: ignore[arg-type]
     assert info.value.reason == "invalid_state"
+
+
+def test_a_raising_node_leaves_its_stack_trace_in_the_log_not_in_the_error(caplog: pytest.LogCaptureFixture) -> None:
+    def broken(state: dict[str, Any]) -> dict[str, Any]:
+        raise KeyError("detail-for-the-log")
+
+    with caplog.at_level(logging.ERROR, logger="adk_actors.workflows"), pytest.raises(WorkflowError) as info:
+        Graph().add_node("n", broken).set_entry_point("n").compile().run({})
+    assert "detail-for-the-log" not in str(info.value.to_dict())
+    [record] = [r for r in caplog.records if r.name == "adk_actors.workflows"]
+    text = record.getMessage()
+    assert "graph node raised" in text and "KeyError" in text and "in broken" in text and "Traceback" in text
 
 
 # ---- compile errors --------------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from adk_actors.agents.callbacks import run_hook
 from adk_actors.content.json_values import copy_json
 from adk_actors.content.parts import FunctionCallPart
 from adk_actors.errors import AdkError, ToolError
+from adk_actors.logs import log_crash
 from adk_actors.tools import (
     ToolContext,
     call_tool_sync,
@@ -110,5 +111,6 @@ def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str |
         return _with_delta(part.to_dict(), delta, control)
     except AdkError as err:
         return failed_function_response(name, call_id, err).to_dict()
-    except Exception as exc:
+    except Exception as exc:  # not the tool's own failure (call_tool_sync reports that): loading, context, hooks
+        log_crash("adk_actors.tools", "tool job raised", exc, tool=name, call_id=call_id or "")
         return failed_function_response(name, call_id, exc).to_dict()

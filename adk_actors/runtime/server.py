@@ -10,12 +10,16 @@ A :class:`GenServer` subclass implements only the hooks it needs::
     handle_ready(fds)               a watched fd (watch_fds()) became readable
     handle_child_exited(address)    a child actor process exited
     status()                        extra JSON-safe fields for introspection
+    format_status()                 the redacted view of the state that a crash report logs
     terminate(reason)               last words before exit
 
 Let it crash: an exception that is not an ``AdkError`` escaping a handler is a crash. The asker gets a
 ``Failure`` (``ActorCrashed``), the parent gets ``ChildExit(reason="crash")``, and the actor exits at once
 (instead of Thespian's retry-then-PoisonMessage); its supervisor decides about the restart. An ``AdkError``
-raised by ``handle_call`` is an ordinary failed reply and does not crash the actor.
+raised by ``handle_call`` is an ordinary failed reply and does not crash the actor. A crash is logged once, at
+error level, as a crash report: the exception type, its scrubbed message and stack trace, the type of the message
+being handled and ``format_status()`` (OTP's idea: by default each attribute's type and size, never a value). The
+asker's ``ActorCrashed`` names the exception type only.
 
 Deadlines: a ``Call`` whose deadline has passed is not handled (the asker has given up); the facade drops
 replies whose ``call_id`` it is no longer waiting for, so a late reply never reaches a later ask.
@@ -49,7 +53,7 @@ from thespian.actors import (
 )
 
 from adk_actors.errors import ActorCrashed, AdkError, AskTimeout, WorkerError
-from adk_actors.logs import get_logger
+from adk_actors.logs import crash_fields, get_logger
 from adk_actors.runtime.jobwatch import POOL_NAME, JobWatch, Lost
 from adk_actors.runtime.lane import LaneReturn, LaneServer, lanes_enabled
 from adk_actors.runtime.messages import (
@@ -76,9 +80,10 @@ from adk_actors.runtime.messages import (
 )
 from adk_actors.runtime.procs import pid_alive_fast
 from adk_actors.runtime.refs import LocalRef, host_name
+from adk_actors.secrets import prune_secrets
 
 __all__ = ["DEFERRED", "CallCtx", "GenServer", "InnerInit", "IoDone", "OnReply", "TimerFire", "ToInnerMessage",
-           "crash_error", "set_pdeathsig"]
+           "crash_error", "redacted_state", "set_pdeathsig"]
 
 DEFERRED = object()
 """Returned by ``handle_call`` when the reply will be sent later with ``self.reply(ctx, ...)``."""
@@ -111,6 +116,38 @@ def crash_error(exc: BaseException, where: str) -> ActorCrashed:
     """A bounded structural error for a crash: exception type and location, never the exception text."""
     return ActorCrashed(f"{where} crashed ({type(exc).__name__})",
                         details={"exception_type": type(exc).__name__, "where": where})
+
+
+_STATE_ATTRS = 64
+"""A redacted state view names at most this many attributes."""
+
+
+_NOT_STATE = frozenset({"_myRef", "_receive", "log", "_port", "_timer_ids", "_io_ids"})
+"""Plumbing a crash report's state view leaves out (Thespian's own attributes, the logger, id counters)."""
+
+
+def redacted_state(obj: Any, skip: frozenset[str] = frozenset()) -> dict[str, str]:
+    """The default ``format_status``: each instance attribute's type, and its size when it has one (``"dict
+    len=3"``), never a value. Attribute names are code, not data; at most :data:`_STATE_ATTRS` are named."""
+    view: dict[str, str] = {}
+    attrs = ((name, value) for name, value in getattr(obj, "__dict__", {}).items() if name not in skip)
+    for name, value in itertools.islice(attrs, _STATE_ATTRS):
+        kind = type(value).__name__
+        try:
+            view[name] = f"{kind} len={len(value)}"
+        except Exception:  # no length (or a broken __len__): the type alone
+            view[name] = kind
+    return view
+
+
+def _message_type(message: Any) -> str:
+    """What a crash report calls the message being handled: a call's request type, else the message's type."""
+    if isinstance(message, Call):
+        return f"Call[{type(message.request).__name__}]"
+    if isinstance(message, WakeupMessage | TimerFire):
+        payload = message.payload if isinstance(message, WakeupMessage) else message.message
+        return f"{type(message).__name__}[{type(payload).__name__}]"
+    return type(message).__name__
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,6 +428,12 @@ class GenServer(Actor):
     def terminate(self, reason: str) -> None:
         """Release resources before exit."""
 
+    def format_status(self) -> dict[str, Any]:
+        """A redacted view of this actor's state for its crash report (OTP's ``format_status``). The default names
+        each instance attribute with its type and size, never a value; an override may add values it knows to be
+        harmless (the result is secret-pruned and scrubbed before it is logged). Called only on a crash."""
+        return redacted_state(self, _NOT_STATE)
+
     # ---- API for subclasses -----------------------------------------------------------------------------------
     def full_status(self) -> dict[str, Any]:
         base = {"id": self._child_id, "type": type(self).__name__, "pid": os.getpid(),
@@ -468,6 +511,8 @@ class GenServer(Actor):
             except AdkError as err:
                 value, error = None, err
             except Exception as exc:
+                self.log.error("inline function raised", actor=self._child_id, callable=ref.label,
+                               **crash_fields(exc))
                 value, error = None, AdkError(f"inline function failed ({type(exc).__name__})",
                                               reason="function_failed",
                                               details={"exception_type": type(exc).__name__})
@@ -721,12 +766,24 @@ class GenServer(Actor):
         if self._exiting:
             return
         where = f"{type(self).__name__}.{type(message).__name__}"
-        self.log.error("actor crashed", actor=self._child_id, where=where, exception_type=type(exc).__name__)
+        self._report_crash(exc, message, where)
         err = crash_error(exc, where)
         if isinstance(message, Call) and sender is not None and time.monotonic() <= message.deadline:
             target = message.reply_to if message.reply_to is not None else sender
             self._port.send(target, Failure(call_id=message.call_id, error=err))
         self._exit("crash", {"type": type(exc).__name__, "where": where})
+
+    def _report_crash(self, exc: BaseException, message: Any, where: str) -> None:
+        """Log the crash report (once per crash, on the crash path only; see the module docstring)."""
+        try:
+            state: Any = prune_secrets(self.format_status())
+        except Exception as status_exc:  # a broken format_status must not lose the report
+            state = f"format_status raised {type(status_exc).__name__}"
+        try:
+            self.log.error("actor crashed", actor=self._child_id, actor_type=type(self).__name__, tier=self.tier,
+                           where=where, message_type=_message_type(message), state=state, **crash_fields(exc))
+        except Exception:  # logging must not stop the crash handling (the asker's answer, the exit)
+            return
 
     def _exit(self, reason: str, error: dict[str, Any] | None) -> None:
         if self._exiting:
@@ -751,5 +808,5 @@ class GenServer(Actor):
         try:
             self.terminate(reason)
         except Exception as exc:
-            self.log.warning("terminate raised", actor=self._child_id, exception_type=type(exc).__name__)
+            self.log.warning("terminate raised", actor=self._child_id, reason=reason, **crash_fields(exc))
 

@@ -2,8 +2,9 @@
 
 A ``threading.Timer`` starts a thread for every timer; provider requests and stream batches arm one per call, so
 they share this heap instead: ``key = thread_timers.add(delay_s, callback)``, ``thread_timers.cancel(key)``. The
-callback runs on the timer thread and must be quick and thread-safe. A forked child starts with no thread and an
-empty heap.
+callback runs on the timer thread and must be quick and thread-safe. A callback that raises is logged as a crash
+report (exception type, scrubbed message and stack trace) and the thread goes on with the next timer: an error
+here is never swallowed silently. A forked child starts with no thread and an empty heap.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import os
 import threading
 import time
 from collections.abc import Callable
+
+from adk_actors.logs import log_crash
 
 __all__ = ["ThreadTimers", "thread_timers"]
 
@@ -82,8 +85,9 @@ class ThreadTimers:
                 self._live.discard(key)
             try:
                 callback()
-            except Exception:  # a timer callback must not take the thread down with it
-                pass
+            except Exception as exc:  # logged, and the thread lives on for the other timers
+                log_crash("adk_actors.thread_timers", "timer callback raised", exc,
+                          callback=getattr(callback, "__qualname__", type(callback).__name__))
 
 
 thread_timers = ThreadTimers()

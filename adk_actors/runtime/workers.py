@@ -4,10 +4,11 @@
 (:class:`RunJob`) carries a :class:`~adk_actors.runtime.callables.CallableRef` and an absolute deadline. Jobs
 queue FIFO (bounded) until a worker is idle. A deadline miss or a cancel kills the worker (Python threads cannot
 be killed, processes can) and the pool starts a replacement; a worker that dies under a job fails that job with
-``worker_lost`` — a job is never retried behind the caller's back. Results are normalized to JSON-safe values in
-the worker. An optional ``RLIMIT_AS`` per job class bounds a job's address space. When the pool process itself
-dies, its workers die with it (``PR_SET_PDEATHSIG`` = SIGKILL) and the callers' processes answer the jobs it held
-with ``worker_lost`` (:mod:`adk_actors.runtime.jobwatch`).
+``worker_lost`` — a job is never retried behind the caller's back. A function that raises is answered with
+``function_failed`` naming the exception type only; its message and stack trace go to the node log, scrubbed.
+Results are normalized to JSON-safe values in the worker. An optional ``RLIMIT_AS`` per job class bounds a job's
+address space. When the pool process itself dies, its workers die with it (``PR_SET_PDEATHSIG`` = SIGKILL) and the
+callers' processes answer the jobs it held with ``worker_lost`` (:mod:`adk_actors.runtime.jobwatch`).
 
 Pool protocol — calls: ``RunJob`` (answered with the function's JSON-safe result), ``GetStatus``, ``Ping``;
 tells: ``CancelJob``. Worker protocol (internal): ``_Exec`` in, ``_JobDone`` out.
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adk_actors.errors import AdkError, WorkerError
+from adk_actors.logs import crash_fields
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.runtime.messages import SupInit
 from adk_actors.runtime.procs import pid_alive
@@ -153,6 +155,9 @@ class Worker(GenServer):
             error = WorkerError("the job exceeded its memory limit", reason="memory_limit",
                                 details={"callable": message.fn.label})
         except Exception as exc:
+            # The node log gets the crash report; the caller gets the exception type only.
+            self.log.error("job function raised", worker=self._child_id, callable=message.fn.label,
+                           **crash_fields(exc))
             error = AdkError(f"the function raised {type(exc).__name__}", reason="function_failed",
                              details={"callable": message.fn.label, "exception_type": type(exc).__name__})
         finally:

@@ -39,6 +39,9 @@ class Echo:
 class Crash:
     """Raise an unexpected exception inside the handler (a crash)."""
 
+    text: str = "probe crash"
+    """The exception's message (a crash report logs it, scrubbed; the asker never sees it)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RaiseError:
@@ -203,7 +206,7 @@ class Probe(GenServer):
         if isinstance(request, Echo):
             return request.value
         if isinstance(request, Crash):
-            raise RuntimeError("probe crash")
+            raise RuntimeError(request.text)
         if isinstance(request, RaiseError):
             raise AdkError("probe error", reason=request.reason)
         if isinstance(request, Block):

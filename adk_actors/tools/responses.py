@@ -2,7 +2,8 @@
 
 A tool's result leaves the trust boundary here (it goes to the model provider and into session history), so it
 is secret-pruned. A failure becomes ``{"error": {"reason", "type"}}`` — never exception text, arguments or
-stack traces — so the model can react without learning anything it should not.
+stack traces — so the model can react without learning anything it should not. The exception text and stack trace
+of a tool that raised go to the log instead, scrubbed (:func:`adk_actors.logs.log_crash`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from adk_actors.content.parts import FunctionCallPart, FunctionResponsePart
 from adk_actors.errors import AdkError, ToolError, ValidationError
+from adk_actors.logs import log_crash
 from adk_actors.schema import compile_schema
 from adk_actors.secrets import prune_secrets
 from adk_actors.tools.base import Tool, invoke_tool, invoke_tool_sync
@@ -91,6 +93,14 @@ def _finish(tool: Tool, call: FunctionCallPart, result: Any) -> FunctionResponse
         return failed_function_response(call.name, call.id, exc)
 
 
+def _raised(call: FunctionCallPart, exc: Exception) -> FunctionResponsePart:
+    """A failed call's response. An exception that is not an ``AdkError`` (a bug or an unexpected failure in the
+    tool, not a refusal it meant) also leaves a crash report in the log: type, scrubbed message, stack trace."""
+    if not isinstance(exc, AdkError):
+        log_crash("adk_actors.tools", "tool raised", exc, tool=call.name, call_id=call.id or "")
+    return failed_function_response(call.name, call.id, exc)
+
+
 async def call_tool(tool: Tool, call: FunctionCallPart, context: ToolContext) -> FunctionResponsePart:
     """Validate a call's arguments, run the tool and return the model-visible response; failures become failed
     function responses instead of exceptions.
@@ -105,7 +115,7 @@ async def call_tool(tool: Tool, call: FunctionCallPart, context: ToolContext) ->
         args = _schema_validate(tool, call)
         result = await invoke_tool(tool, args, context)
     except Exception as exc:
-        return failed_function_response(call.name, call.id, exc)
+        return _raised(call, exc)
     return _finish(tool, call, result)
 
 
@@ -119,5 +129,5 @@ def call_tool_sync(tool: Tool, call: FunctionCallPart, context: ToolContext) -> 
         args = _schema_validate(tool, call)
         result = invoke_tool_sync(tool, args, context)
     except Exception as exc:
-        return failed_function_response(call.name, call.id, exc)
+        return _raised(call, exc)
     return _finish(tool, call, result)

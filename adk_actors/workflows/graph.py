@@ -43,6 +43,7 @@ from typing import Any
 from adk_actors.agents import AgentRef, invoke
 from adk_actors.content.json_values import copy_json
 from adk_actors.errors import AdkError, ConfigError, ValidationError, WorkflowError
+from adk_actors.logs import log_crash
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.schema import compile_schema
 from adk_actors.secrets import prune_secrets
@@ -222,6 +223,7 @@ def _call(node: str, fn: Callable[[dict[str, Any]], Any], state: dict[str, Any])
     except AdkError:
         raise
     except Exception as exc:
+        log_crash("adk_actors.workflows", "graph node raised", exc, node=node)
         raise WorkflowError(f"node {node!r} raised {type(exc).__name__}", reason="node_failed",
                             details={"node": node, "exception_type": type(exc).__name__}) from exc
 
@@ -313,6 +315,8 @@ def tool_node(tool: Tool, *, args_key: str | None = None, output_key: str | None
             if reason in (CONFIRMATION_REASON, LONG_RUNNING_REASON):
                 # A refusal, not a failure of the tool: it names what the caller must change (use a Runner).
                 raise WorkflowError(f"tool {name!r} needs a runner", reason=reason, details={"tool": name}) from None
+            if not isinstance(exc, AdkError):
+                log_crash("adk_actors.workflows", "graph tool raised", exc, tool=name)
             raise WorkflowError(f"tool {name!r} failed", reason="tool_failed",
                                 details={"tool": name, "tool_reason": reason,
                                          "exception_type": type(exc).__name__}) from exc
