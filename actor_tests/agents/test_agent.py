@@ -1,4 +1,4 @@
-"""The agent actor against the real emulator: the model/tool loop, history, tool failures, FIFO and lanes."""
+"""The agent actor against the real emulator: the model/tool loop, history, tool failures, FIFO per session queue."""
 
 from __future__ import annotations
 
@@ -250,28 +250,28 @@ def test_invoke_uses_fresh_history(system: ActorSystemHandle, emu: Emulator, spa
     assert len(agent_history(agent, system=system)) == 2  # invocations do not touch the conversation
 
 
-def test_one_lane_is_fifo_and_different_lanes_overlap(
+def test_one_session_queue_is_fifo_and_different_sessions_overlap(
         system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
     delay_s = 0.6
     emu.set_script({"rules": [{"when": {}, "respond": {"text": "ok {user_text}", "delay_ms": int(delay_s * 1000)}}]})
-    agent = spawn(unique("Lanes"), config_for(emu))
+    agent = spawn(unique("Queues"), config_for(emu))
 
-    def run(lane: str, i: int) -> str:
-        return invoke(agent, f"{lane}-{i}", scope={"app_name": "a", "user_id": "u", "session_id": lane},
+    def run(session: str, i: int) -> str:
+        return invoke(agent, f"{session}-{i}", scope={"app_name": "a", "user_id": "u", "session_id": session},
                       system=system, timeout=60)
 
     with ThreadPoolExecutor(6) as pool:
         results = list(pool.map(lambda args: run(*args), [("same", 0), ("same", 1), ("same", 2),
                                                           ("x", 0), ("y", 0), ("z", 0)]))
-    assert sorted(results) == sorted(f"ok {lane}-{i}" for lane, i in
+    assert sorted(results) == sorted(f"ok {session}-{i}" for session, i in
                                      [("same", 0), ("same", 1), ("same", 2), ("x", 0), ("y", 0), ("z", 0)])
     arrivals = {_contents(r)[0]["parts"][0]["text"]: r["timestamp"] for r in emu.requests}
     same = sorted(arrivals[f"same-{i}"] for i in range(3))
-    # A lane's next request reaches the provider only after the previous answer (which took delay_s).
+    # A session's next request reaches the provider only after the previous answer (which took delay_s).
     assert all(later - earlier >= delay_s * 0.9 for earlier, later in itertools.pairwise(same))
     others = [arrivals[k] for k in ("x-0", "y-0", "z-0")]
     first_same = same[0]
-    # Different lanes did not wait for each other (all started within one answer's delay of each other).
+    # Different sessions did not wait for each other (all started within one answer's delay of each other).
     assert max([*others, first_same]) - min([*others, first_same]) < delay_s
 
 

@@ -85,7 +85,7 @@ def test_a_sql_backend_defaults_to_sqlite_under_the_data_dir(tmp_path: Path) -> 
 
 
 def test_bench_measures_the_actor_client_against_a_running_node(node: ActorSystemHandle, tmp_path: Path) -> None:
-    from adk_actors.sessions import bench
+    from adk_actors.devtools import session_throughput as bench
 
     before = node.ask("sessions", GetStatus())["operations"]
     result = bench.run("actor", n=20, reads=2, handle=node)

@@ -3,9 +3,10 @@
 Accepts (calls):
 
 * :class:`~adk_actors.agents.messages.Prompt` — a compatibility-conversation turn (history kept here; all prompts
-  of an agent form one FIFO lane); answered with the output (``str``, or a content dict for non-text answers).
-* :class:`~adk_actors.agents.messages.Invoke` — a turn with fresh history in the FIFO lane of its
-  ``(app_name, user_id, session_id)`` scope; different lanes overlap up to ``max_concurrent_invocations``.
+  of an agent form one FIFO session queue); answered with the output (``str``, or a content dict for non-text
+  answers).
+* :class:`~adk_actors.agents.messages.Invoke` — a turn with fresh history in the FIFO session queue of its
+  ``(app_name, user_id, session_id)`` scope; different sessions overlap up to ``max_concurrent_invocations``.
   Answered with the output, or (``commit``: a delegation below a Runner) a
   :class:`~adk_actors.agents.messages.Delegated` whose state delta the caller stores in its session.
 * :class:`~adk_actors.agents.messages.Describe`, :class:`~adk_actors.agents.messages.GetHistory`, ``Ping``,
@@ -22,7 +23,8 @@ most ``max_tool_rounds`` rounds. The model's content is appended to history verb
 ids echoed). Each model/tool/sub-agent call is bounded by ``agent_call_timeout``, the whole turn by
 ``agent_turn_timeout``. A tool's failure never fails the turn; a provider failure does. When the agent exits
 (stopped or crashed), every running and queued turn is answered with ``ActorCrashed(reason="agent_exited")``.
-Admission is :class:`~adk_actors.agents.lanes.Lanes`; the turn's steps are the ``_on_*`` continuations below.
+Admission is :class:`~adk_actors.agents.queues.SessionQueues`; the turn's steps are the ``_on_*`` continuations
+below.
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ from typing import Any
 
 from adk_actors.admission.messages import Release
 from adk_actors.agents.instructions import render_template
-from adk_actors.agents.lanes import Lanes
 from adk_actors.agents.messages import Delegated, Describe, GetHistory, Invoke, Prompt, PromptOutcome
+from adk_actors.agents.queues import SessionQueues
 from adk_actors.agents.runner_exec import RunnerMixin, RunnerState
 from adk_actors.agents.runner_turn import CancelTurn, RunnerTurn, TurnAccepted
 from adk_actors.agents.spec import LEGACY_APP, AgentSpec, check_ancestry, compile_spec_catalog
@@ -79,7 +81,7 @@ __all__ = ["AgentActor"]
 _EXECUTE_TOOL = CallableRef.by_name("adk_actors.agents.toolexec.execute_tool")
 _RUN_HOOK = CallableRef.by_name("adk_actors.agents.callbacks.run_hook")
 _RESOLVE = CallableRef.by_name("adk_actors.agents.instructions.resolve_instructions")
-_COMPAT_LANE = "prompt"
+_COMPAT_QUEUE = "prompt"
 
 
 def _generate(token: Any, config: dict[str, Any], history: list[dict[str, Any]],
@@ -91,7 +93,7 @@ def _generate(token: Any, config: dict[str, Any], history: list[dict[str, Any]],
 @dataclass(slots=True)
 class _Turn:
     ctx: CallCtx
-    lane: str
+    queue: str
     compat: bool
     input: Any
     ancestry: tuple[str, ...]
@@ -218,7 +220,7 @@ class AgentActor(RunnerMixin, GenServer):
         self.tools: dict[str, Any] = {}
         self.sub_names: frozenset[str] = frozenset()
         self.history: list[dict[str, Any]] = []
-        self.lanes: Lanes[_Turn] = Lanes(32)
+        self.queues: SessionQueues[_Turn] = SessionQueues(32)
         self.turns_done = 0
         self.loaded = True
         self.admitting = False
@@ -233,13 +235,13 @@ class AgentActor(RunnerMixin, GenServer):
         self.tools = {t.name: t for t in args.tools}
         self.sub_names = frozenset(args.sub_agent_names())
         self.loaded = args.session_id is None
-        self.lanes = Lanes(args.max_concurrent_invocations)
+        self.queues = SessionQueues(args.max_concurrent_invocations)
         return None
 
     def terminate(self, reason: str) -> None:
         """Answer every running and queued turn: the agent is exiting (stopped or crashed)."""
         self._send_telemetry()
-        for turn in list(self.lanes.drain()):
+        for turn in list(self.queues.drain()):
             turn.done = True
             if turn.runner is not None and turn.runner.permit is not None:
                 self.send_to("admission", Release(permit_id=turn.runner.permit.permit_id))
@@ -250,8 +252,8 @@ class AgentActor(RunnerMixin, GenServer):
                                                           "why": reason}))
 
     def status(self) -> dict[str, Any]:
-        return {"kind": "agent", "agent": self.spec.name if self.spec else None, "active": len(self.lanes.active),
-                "queued": self.lanes.queued(), "turns_done": self.turns_done,
+        return {"kind": "agent", "agent": self.spec.name if self.spec else None, "active": len(self.queues.active),
+                "queued": self.queues.queued(), "turns_done": self.turns_done,
                 "history_entries": len(self.history)}
 
     # ---- calls ----------------------------------------------------------------------------------------------------
@@ -259,15 +261,15 @@ class AgentActor(RunnerMixin, GenServer):
         spec = self.spec
         assert spec is not None
         if isinstance(request, Prompt):
-            self._enqueue(_Turn(ctx=ctx, lane=_COMPAT_LANE, compat=True, input=request.input, ancestry=(),
+            self._enqueue(_Turn(ctx=ctx, queue=_COMPAT_QUEUE, compat=True, input=request.input, ancestry=(),
                                 scope={}, outcome=request.outcome))
             return DEFERRED
         if isinstance(request, Invoke):
             check_ancestry(spec.name, request.ancestry)
             scope = {"app_name": request.app_name, "user_id": request.user_id, "session_id": request.session_id}
-            lane = (canonical_dumps([request.app_name, request.user_id, request.session_id])
+            queue = (canonical_dumps([request.app_name, request.user_id, request.session_id])
                     if request.session_id else f"invoke:{uuid.uuid4().hex}")
-            self._enqueue(_Turn(ctx=ctx, lane=lane, compat=False, input=request.input,
+            self._enqueue(_Turn(ctx=ctx, queue=queue, compat=False, input=request.input,
                                 ancestry=tuple(request.ancestry), scope=scope, state=dict(request.state),
                                 root_global=request.root_global_instruction, commit=request.commit))
             return DEFERRED
@@ -275,7 +277,7 @@ class AgentActor(RunnerMixin, GenServer):
             if request.sink is not None:  # the run watches this process: if it dies, the run fails at once
                 self.send_to(request.sink, TurnAccepted(turn_id=request.turn_id, pid=os.getpid()))
             scope = {"app_name": request.app_name, "user_id": request.user_id, "session_id": request.session_id}
-            self._enqueue(_Turn(ctx=ctx, lane=canonical_dumps([request.app_name, request.user_id,
+            self._enqueue(_Turn(ctx=ctx, queue=canonical_dumps([request.app_name, request.user_id,
                                                                request.session_id]),
                                 compat=False, input=request.input, ancestry=(), scope=scope,
                                 runner=RunnerState(request)))
@@ -295,14 +297,14 @@ class AgentActor(RunnerMixin, GenServer):
 
     def _cancel_turn(self, message: CancelTurn) -> None:
         """Cancel a Runner invocation, running or queued (a finished one is left alone)."""
-        for turn in [*self.lanes.active.values(), *(t for q in self.lanes.queues.values() for t in q)]:
+        for turn in [*self.queues.active.values(), *(t for q in self.queues.pending.values() for t in q)]:
             if turn.runner is not None and turn.runner.request.turn_id == message.turn_id and not turn.done:
                 self._finish(turn, None, RunError("the invocation was cancelled", reason="cancelled",
                                                   details={"cause": message.reason[:64]}))
 
-    # ---- lanes and admission ------------------------------------------------------------------------------------
+    # ---- session queues and admission ---------------------------------------------------------------------------
     def _enqueue(self, turn: _Turn) -> None:
-        self.lanes.add(turn.lane, turn)
+        self.queues.add(turn.queue, turn)
         self._admit()
 
     def _admit(self) -> None:
@@ -310,13 +312,13 @@ class AgentActor(RunnerMixin, GenServer):
             return
         self.admitting = True
         try:
-            while (admitted := self.lanes.next()) is not None:
+            while (admitted := self.queues.next()) is not None:
                 self._start(admitted[1])
         finally:
             self.admitting = False
 
     def _release(self, turn: _Turn) -> None:
-        self.lanes.release(turn.lane, turn)
+        self.queues.release(turn.queue, turn)
         self._admit()
 
     # ---- the turn -------------------------------------------------------------------------------------------------
@@ -566,7 +568,8 @@ class AgentActor(RunnerMixin, GenServer):
         view = {"agent": self.spec.name, "provider": config.get("provider", "gemini"), "model": config.get("model"),
                 "generation_config": config.get("generation_config", {}),
                 "callback_config": self.spec.callback_config}
-        return copy_json(prune_secrets(view))[0]
+        copied: dict[str, Any] = copy_json(prune_secrets(view))[0]
+        return copied
 
     def _on_model(self, turn: _Turn, response: ModelResponse | None, error: AdkError | None) -> None:
         if turn.done:
@@ -880,7 +883,7 @@ class AgentActor(RunnerMixin, GenServer):
         self._finish(turn, Delegated(output=value, state_delta=dict(turn.delta)) if turn.commit else value, None)
 
     def _complete(self, turn: _Turn, value: Any, error: AdkError | None) -> None:
-        """The turn's end: telemetry, the compatibility conversation, the answer, the lane."""
+        """The turn's end: telemetry, the compatibility conversation, the answer, the session queue."""
         self.turns_done += 1
         duration = {"duration_ms": round((time.monotonic() - turn.started) * 1000, 3)} if turn.started else {}
         if error is None:

@@ -51,7 +51,8 @@ class AgentTool:
         """
         from adk_actors.agents.api import invoke
 
-        return invoke(self.agent, args["prompt"])
+        output: str | dict[str, Any] = invoke(self.agent, args["prompt"])
+        return output
 
     def __repr__(self) -> str:
         return f"AgentTool(name={self.name!r}, agent={self.agent!r})"

@@ -256,7 +256,7 @@ def _node_store(handle: ActorSystemHandle) -> Any:
         from adk_actors.sessions import SqlSessionService, default_sqlite_url
 
         return SqlSessionService(settings.session_url or default_sqlite_url(settings.data_dir))
-    from adk_actors.sessions.actor import ActorSessionService
+    from adk_actors.sessions.client import ActorSessionService
 
     return ActorSessionService()
 

@@ -285,7 +285,7 @@ class _Entry:
 
 
 def _projected_parts(content: Content) -> list[dict[str, Any]]:
-    parts = content.to_dict()["parts"]  # a fresh copy: nothing aliases the event
+    parts: list[dict[str, Any]] = content.to_dict()["parts"]  # a fresh copy: nothing aliases the event
     for part in parts:
         if part["type"] == "function_call":
             part["args"] = prune_secrets(part["args"])

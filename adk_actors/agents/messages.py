@@ -31,7 +31,7 @@ class PromptOutcome:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Invoke:
-    """One invocation with fresh history, in the lane of its ``(app_name, user_id, session_id)`` scope."""
+    """One invocation with fresh history, in the session queue of its ``(app_name, user_id, session_id)`` scope."""
 
     input: Any
     """The input: ``str`` or a content dict."""
@@ -40,7 +40,7 @@ class Invoke:
     user_id: str = ""
     """Scope: the user ("" when unscoped)."""
     session_id: str = ""
-    """Scope: the session ("" when unscoped; an unscoped invocation has a lane of its own)."""
+    """Scope: the session ("" when unscoped; an unscoped invocation has a queue of its own)."""
     ancestry: tuple[str, ...] = ()
     """Names of the agents that delegated to this one, root first (cycle and depth protection)."""
     state: dict[str, Any] = field(default_factory=dict)

@@ -1,6 +1,6 @@
 """Runner invocations as data and pure logic: options, messages, the events a turn writes, and pause bookkeeping.
 
-The agent actor runs a Runner invocation in the per-session lane of ``(app_name, user_id, session_id)`` (shared
+The agent actor runs a Runner invocation in the session queue of ``(app_name, user_id, session_id)`` (shared
 with ``invoke``); everything here is the pure part of it, tested without actors.
 
 Pause bookkeeping lives in the session itself, so a pause survives every process: the pause event sets the
@@ -167,7 +167,7 @@ class ResumeSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunnerTurn:
-    """One Runner invocation (new input, or a resume) in the lane of its session."""
+    """One Runner invocation (new input, or a resume) in the queue of its session."""
 
     app_name: str
     user_id: str

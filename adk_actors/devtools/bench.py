@@ -674,8 +674,8 @@ def _sse_throughput(sizes: Sizes) -> dict[str, Any]:
 
 
 def bench_provider(ctx: Context) -> dict[str, Any]:
-    """Provider overhead vs bare ``requests`` (``adk_actors.models.bench.run``) and SSE chunk throughput."""
-    from adk_actors.models import bench as model_bench
+    """Provider overhead vs bare ``requests`` (``devtools.provider_overhead.run``) and SSE chunk throughput."""
+    from adk_actors.devtools import provider_overhead as model_bench
 
     n = ctx.sizes.provider_calls
     res = model_bench.run(n)
@@ -694,7 +694,7 @@ def bench_provider(ctx: Context) -> dict[str, Any]:
     ]
     sse_row = [["SSE stream via models.stream", sse["streams"], sse["chunks_per_stream"], sse["deltas"],
                 sse["chunks_per_s"], sse["mb_per_s"], sse["cpu_s"]]]
-    targets = [[f"provider overhead ≤ {target} ms (mean, as models.bench reports it)", f"{overhead:.3f} ms",
+    targets = [[f"provider overhead ≤ {target} ms (mean, as provider_overhead reports it)", f"{overhead:.3f} ms",
                 overhead <= target],
                [f"provider overhead ≤ {target} ms (p50)", f"{over_p50:.3f} ms", over_p50 <= target]]
     return {"title": "Model provider (local emulator)", "params": {"n": n}, "targets": targets,
@@ -702,8 +702,8 @@ def bench_provider(ctx: Context) -> dict[str, Any]:
             "extra_tables": [{"columns": ["stream", "streams", "chunks/stream", "deltas received", "chunks/s",
                                           "MB/s", "caller CPU s"], "rows": sse_row}],
             "notes": ["Overhead = provider − bare requests, for p50 and for the mean (the mean is what "
-                      "adk_actors.models.bench reports as overhead_mean_ms; one slow outlier moves it). The "
-                      "provider loop runs first, then the bare loop, each after a warm-up.",
+                      "adk_actors.devtools.provider_overhead reports as overhead_mean_ms; one slow outlier moves "
+                      "it). The provider loop runs first, then the bare loop, each after a warm-up.",
                       "The emulator runs in the caller's process (its own event-loop thread), so both ends of "
                       "the HTTP exchange compete for the same GIL and cores: these are lower bounds for a "
                       "remote server.",
@@ -736,8 +736,8 @@ def _pg_schema() -> Iterator[str]:
 
 
 def bench_sessions(ctx: Context) -> dict[str, Any]:
-    """Session-store throughput (``adk_actors.sessions.bench.run``) for each backend."""
-    from adk_actors.sessions import bench as session_bench
+    """Session-store throughput (``adk_actors.devtools.session_throughput.run``) for each backend."""
+    from adk_actors.devtools import session_throughput as session_bench
 
     n, reads = ctx.sizes.session_events, ctx.sizes.session_reads
     rows, notes, data = [], [], {}

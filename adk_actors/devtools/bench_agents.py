@@ -368,7 +368,7 @@ def bench_concurrency(ctx: Any) -> dict[str, Any]:
         f"(runs.start of a Runner, each a new session) are started from min({STARTERS}, C) caller threads, then "
         f"waited for from min({WAITERS}, C). Ideal = one model latency ({LATENCY_MS} ms): every turn in parallel.",
         f"Settings used. Default limits: max_concurrent_invocations={d.max_concurrent_invocations} (the agent's "
-        f"lanes), global_limit={d.global_limit}, default_agent_limit={d.default_agent_limit}, "
+        f"session queues), global_limit={d.global_limit}, default_agent_limit={d.default_agent_limit}, "
         f"max_queue={d.max_queue} (admission), overflow={d.overflow}, host_io_threads={d.host_io_threads} per "
         f"host. Raised: {'; '.join(settings_notes) if settings_notes else 'none (the defaults admit every C)'}. "
         f"Every row's Runner has admission_control={_QUEUE}, so a turn beyond the admission limits waits in the "

@@ -201,7 +201,7 @@ def bench_runner_c1000(ctx: Any) -> dict[str, Any]:
                         "× ideal (latency)", "completed + matched", "PSS before MB", "peak PSS MB"],
             "rows": rows,
             "notes": ["Ideal = one model latency (every run in parallel). Runs are started from 32 caller threads; "
-                      "the agent admits up to max_concurrent_invocations lanes (set to the run count).",
+                      "the agent admits up to max_concurrent_invocations session queues (set to the run count).",
                       "Provider calls are blocking HTTP on each host's I/O threads: with the default 16 threads per "
                       "host (2 hosts) at most 32 model calls are in flight, so C runs take about C/32 latencies; "
                       "raising host_io_threads lifts that bound at the cost of thread stacks (see PSS).",

@@ -18,8 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["ADKACTORS_PROFILE_DIR"] = tempfile.mkdtemp(prefix="adk-profile-")
     from adk_actors import Runner, open_actor_system, runs, session_service, spawn_agent
     from adk_actors.emulator import Emulator
-    from adk_actors.runtime.host import host_name
     from adk_actors.runtime.messages import DumpProfile
+    from adk_actors.runtime.refs import host_name
 
     with Emulator(latency_ms=200) as emu, open_actor_system(max_concurrent_invocations=n) as system:
         agent = spawn_agent("Profiled", {"provider": "gemini", "base_url": emu.base_url, "api_key": "k"})

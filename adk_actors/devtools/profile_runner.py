@@ -22,8 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["ADKACTORS_PROFILE_DIR"] = directory
     from adk_actors import Runner, open_actor_system, session_service, spawn_agent
     from adk_actors.emulator import Emulator
-    from adk_actors.runtime.host import host_name
     from adk_actors.runtime.messages import DumpProfile
+    from adk_actors.runtime.refs import host_name
 
     with Emulator() as emu, open_actor_system() as system:
         agent = spawn_agent("Profiled", {"provider": "gemini", "base_url": emu.base_url, "api_key": "k"})

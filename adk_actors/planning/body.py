@@ -20,7 +20,7 @@ from typing import Any
 from adk_actors.errors import AdkError
 from adk_actors.planning.loop import EXECUTE_FN, Drive, PlanningLoop
 from adk_actors.planning.spec import PlanningSpec
-from adk_actors.runs.actor import RunContext
+from adk_actors.runs.body import RunContext
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.runtime.server import JOB_REPLY_GRACE_S
 from adk_actors.runtime.workers import CancelJob, RunJob

@@ -30,9 +30,9 @@ from adk_actors.content.validation import check_id, check_json, check_optional_i
 from adk_actors.errors import AdkError, ConcurrencyConflict, RunError, ValidationError
 from adk_actors.events import Event
 from adk_actors.runs import api as runs_api
-from adk_actors.runs.actor import INDEX_NAME, RunContext
+from adk_actors.runs.body import RunContext
 from adk_actors.runs.logic import Cancelled, Completed, Failed, Paused, ReplayGap
-from adk_actors.runs.messages import OnHostLost, OnProcessLost
+from adk_actors.runs.messages import INDEX_NAME, OnHostLost, OnProcessLost
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.sessions.model import SessionRef, validate_name
 from adk_actors.tools.suspension import TERMINAL_STATUSES

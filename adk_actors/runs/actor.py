@@ -1,9 +1,11 @@
-"""The run actor (tier 2, one per stable run) and the run context its body works through.
+"""The run actor (tier 2, one per stable run).
 
 A run is started by :func:`adk_actors.runs.start` on the host chosen by ``blake2b(run_id)``; it is not owned by
 the caller, so the caller may disconnect or die while the run goes on. The actor owns the run's
 :class:`~adk_actors.runs.logic.RunLog` and subscriptions; the *body* (a picklable object: the Runner's turn
-driver, or a test body) does the work through a :class:`RunContext` and never blocks.
+driver, or a test body) does the work through a :class:`~adk_actors.runs.body.RunContext` and never blocks.
+``RunBody``, ``RunContext`` (``runs/body.py``) and ``INDEX_NAME`` (``runs/messages.py``) are re-exported here for
+older imports; other packages import them from their own modules, never this one.
 
 Accepts: calls ``RunStatus``, ``WaitRun`` (deferred until terminal), ``SubscribeRun``, ``CancelRun``,
 ``ResumeRun`` (a paused run hands out the body of its resumed successor, once); tells ``AckRun``,
@@ -17,12 +19,12 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from adk_actors.errors import AdkError, RunError
+from adk_actors.runs.body import BodyTimer, RunBody, RunContext
 from adk_actors.runs.logic import (
     Cancelled,
-    Completed,
     CreditSubscription,
     Delivery,
     Failed,
@@ -32,6 +34,7 @@ from adk_actors.runs.logic import (
     RunLog,
 )
 from adk_actors.runs.messages import (
+    INDEX_NAME,
     AckRun,
     CancelRun,
     ResumeRun,
@@ -44,17 +47,9 @@ from adk_actors.runs.messages import (
     UnsubscribeRun,
     WaitRun,
 )
-from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer, OnReply
+from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
 __all__ = ["INDEX_NAME", "RunActor", "RunArgs", "RunBody", "RunContext"]
-
-INDEX_NAME = "runs"
-
-
-class RunBody(Protocol):
-    """What a run does. ``start`` runs once in the run actor and must not block; work goes through ``run``."""
-
-    def start(self, run: RunContext) -> None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,64 +63,6 @@ class RunArgs:
 @dataclass(frozen=True, slots=True)
 class _Retire:
     pass
-
-
-@dataclass(frozen=True, slots=True)
-class _BodyTimer:
-    message: Any
-
-
-class RunContext:
-    """The run body's handle on its run: emit events, finish once, and do non-blocking work."""
-
-    def __init__(self, actor: RunActor) -> None:
-        self._actor = actor
-
-    @property
-    def run_id(self) -> str:
-        return self._actor.args.run_id
-
-    @property
-    def done(self) -> bool:
-        return self._actor.log.done
-
-    @property
-    def ref(self) -> Any:
-        """This run actor's ref (a sink other actors can send the body's messages to)."""
-        return self._actor.my_ref()
-
-    def emit(self, event: Any) -> int:
-        """Append an event (delivered to subscribers); returns its sequence number."""
-        return self._actor.emit(event)
-
-    def complete(self, output: Any) -> None:
-        self._actor.finish(Completed(output))
-
-    def pause(self, event: Any) -> None:
-        self._actor.finish(Paused(event))
-
-    def fail(self, reason: str, details: dict[str, Any] | None = None) -> None:
-        self._actor.finish(Failed(reason, dict(details or {})))
-
-    def io_call(self, fn: Any, args: tuple[Any, ...], deadline: float, on_done: OnReply) -> int:
-        return self._actor.io_call(fn, args, deadline, on_done)
-
-    def cancel_io(self, io_id: int) -> None:
-        self._actor.cancel_io(io_id)
-
-    def run_job(self, fn: Any, args: tuple[Any, ...], deadline: float, on_done: OnReply,
-                inline: bool = False) -> str | None:
-        return self._actor.run_job(fn, args, deadline, on_done, inline=inline)
-
-    def call(self, ref: Any, request: Any, deadline: float, on_reply: OnReply) -> str:
-        return self._actor.call(ref, request, deadline, on_reply)
-
-    def send_to(self, ref: Any, message: Any) -> None:
-        self._actor.send_to(ref, message)
-
-    def start_timer(self, delay: float, message: Any) -> int:
-        """``body.on_timer(run, message)`` is called after ``delay`` seconds."""
-        return self._actor.start_timer(delay, _BodyTimer(message))
 
 
 class RunActor(GenServer):
@@ -186,7 +123,7 @@ class RunActor(GenServer):
     def handle_timer(self, message: Any) -> None:
         if isinstance(message, _Start):
             self._body("start")
-        elif isinstance(message, _BodyTimer):
+        elif isinstance(message, BodyTimer):
             if not self.log.done:
                 self._body("on_timer", message.message)
         elif isinstance(message, _Retire):

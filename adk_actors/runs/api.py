@@ -22,9 +22,10 @@ from adk_actors.content.validation import (
     check_timeout,
 )
 from adk_actors.errors import ActorCrashed, AskTimeout, RunError, RunNotFound, ValidationError
-from adk_actors.runs.actor import INDEX_NAME, RunArgs
+from adk_actors.runs.actor import RunArgs
 from adk_actors.runs.logic import Outcome, ReplayGap
 from adk_actors.runs.messages import (
+    INDEX_NAME,
     AckRun,
     CancelRun,
     IndexLookup,

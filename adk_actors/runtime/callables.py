@@ -12,7 +12,7 @@ import importlib
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import cloudpickle
 
@@ -39,15 +39,17 @@ class CallableRef:
         try:
             if self.name:
                 module, _, attr = self.name.partition(":")
-                obj: Any = importlib.import_module(module)
+                obj: object = importlib.import_module(module)
                 for part in attr.split("."):
                     obj = getattr(obj, part)
-                return obj
-            return cloudpickle.loads(self.payload)
+            else:
+                obj = cloudpickle.loads(self.payload)
         except Exception as exc:
             raise WorkerError("the callable could not be loaded", reason="unresolvable_callable",
                               details={"callable": self.label or self.name,
                                        "error": type(exc).__name__}) from None
+        # Not checked here: a non-callable fails when it is called, as the user's own error (function_failed).
+        return cast("Callable[..., Any]", obj)
 
     @classmethod
     def by_name(cls, name: str) -> CallableRef:

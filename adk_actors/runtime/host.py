@@ -45,6 +45,7 @@ from thespian.actors import ActorExitRequest, ActorSystem
 
 from adk_actors.errors import ActorCrashed, AdkError, ConfigError
 from adk_actors.runtime.iopool import IOPool
+from adk_actors.runtime.lane import LaneServer
 from adk_actors.runtime.messages import (
     Call,
     ChildExit,
@@ -53,6 +54,8 @@ from adk_actors.runtime.messages import (
     Register,
     RegistryMoved,
     Reply,
+    Request,
+    Resolved,
     ToInner,
     Unregister,
 )
@@ -187,28 +190,28 @@ class HostsSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Spawn:
+class Spawn(Request[LocalRef]):
     """Start an inner actor; answered with its ``LocalRef`` once its ``init`` ran."""
 
     spec: InnerSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SpawnMany:
+class SpawnMany(Request[list[LocalRef]]):
     """Start many inner actors in one call; answered with their ``LocalRef``s in order."""
 
     specs: tuple[InnerSpec, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SpawnGroup:
+class SpawnGroup(Request[list[LocalRef]]):
     """Start a group of inner actors (see :class:`InnerGroupSpec`); answered with the members' ``LocalRef``s."""
 
     spec: InnerGroupSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StopInner:
+class StopInner(Request[str]):
     """Stop an inner actor or a whole group (not restarted); a stopped group member leaves its group."""
 
     local_id: str
@@ -274,7 +277,7 @@ def _import(path: str) -> Any:
 
 
 class InnerPort:
-    """The outbound effects of one inner actor, routed by its host (the tier-2 contract)."""
+    """The outbound effects of one inner actor, routed by its host: the tier-2 :class:`~.server.Port`."""
 
     __slots__ = ("gen", "host", "local_id", "ref")
 
@@ -285,8 +288,12 @@ class InnerPort:
         self.ref = LocalRef(host.host_id, local_id)
 
     @property
-    def names(self) -> dict[str, Any]:
+    def names(self) -> dict[str, Resolved]:
         return self.host._port.names
+
+    @property
+    def lane(self) -> LaneServer | None:
+        return None
 
     def send(self, target: Any, message: Any) -> None:
         self.host.route(target, message, self.local_id, self.gen)
@@ -305,6 +312,18 @@ class InnerPort:
 
     def cancel_io(self, io_id: int) -> None:
         self.host.inner_cancel_io(self.local_id, io_id, self.gen)
+
+    def resolved(self, entry: Resolved) -> None:
+        self.host._port.names[entry.name] = entry
+
+    def settle_job(self, call_id: str) -> None:
+        """Nothing to settle: the host settles replies to its inner actors as they pass (``handle_info``)."""
+
+    def extra_fds(self) -> list[int]:
+        return []
+
+    def take_ready(self, ready: list[int]) -> list[int]:
+        return ready
 
 
 class Host(GenServer):

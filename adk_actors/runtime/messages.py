@@ -2,20 +2,53 @@
 
 Every message is a frozen, keyword-only dataclass in an importable module, so it pickles across actor processes
 (a contract test round-trips every class found here).
+
+A request whose reply type is fixed derives from :class:`Request` parameterised with that type
+(``class Ping(Request[str])``), so ``ActorSystemHandle.ask(target, Ping())`` is typed ``str``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from adk_actors.errors import AdkError
 
 __all__ = [
-    "Call", "ChildExit", "ChildReady", "Down", "Failure", "Forward", "GetStatus", "Lookup", "Ping", "Register",
-    "RegistryMoved", "Reply", "Resolved", "Route", "Shutdown", "StartChild", "SupInit", "TerminateChild", "ToInner",
+    "Call",
+    "ChildExit",
+    "ChildReady",
+    "Down",
+    "DumpProfile",
+    "Failure",
+    "Forward",
+    "GetStatus",
+    "Lookup",
+    "Ping",
+    "Register",
+    "RegistryMoved",
+    "Reply",
+    "Request",
+    "Resolved",
+    "Route",
+    "Shutdown",
+    "StartChild",
+    "SupInit",
+    "TerminateChild",
+    "ToInner",
     "Unregister",
 ]
+
+R_co = TypeVar("R_co", covariant=True)
+
+
+class Request(Generic[R_co]):
+    """Marker base of a request answered with an ``R_co``: typing only (no fields, no state, no run-time cost).
+
+    ``ask`` (``ActorSystemHandle.ask``) returns ``R_co`` for such a request and ``Any`` for any other message.
+    """
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,18 +139,18 @@ class TerminateChild:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GetStatus:
+class GetStatus(Request[dict[str, Any]]):
     """Introspection: every supervisor, host and server answers with a JSON-safe status dict."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DumpProfile:
+class DumpProfile(Request[str | None]):
     """Diagnostics: a tier-1 actor started with ``ADKACTORS_PROFILE_DIR`` set writes its cProfile statistics there
     (``<child id>-<pid>.prof``) and answers with the path (``None`` when it is not profiling)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Ping:
+class Ping(Request[str]):
     """Liveness probe; answered with ``"pong"``."""
 
 
@@ -156,7 +189,7 @@ class Down:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Lookup:
+class Lookup(Request["Resolved"]):
     """Resolve a name; parked until the name is (re-)registered or the call's deadline passes."""
 
     name: str

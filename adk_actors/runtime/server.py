@@ -25,7 +25,7 @@ Deadlines: a ``Call`` whose deadline has passed is not handled (the asker has gi
 replies whose ``call_id`` it is no longer waiting for, so a late reply never reaches a later ask.
 
 The same class runs at tier 1 (its own process) and at tier 2 (inside a host): every outbound effect goes
-through ``self._port`` (``Tier1Port`` here, the host's port in ``runtime/host.py``).
+through ``self._port``, a :class:`Port` (``Tier1Port`` here, ``InnerPort`` in ``runtime/host.py``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from thespian.actors import (
     Actor,
@@ -82,7 +82,11 @@ from adk_actors.runtime.procs import pid_alive_fast
 from adk_actors.runtime.refs import LocalRef, host_name
 from adk_actors.secrets import prune_secrets
 
-__all__ = ["DEFERRED", "CallCtx", "GenServer", "InnerInit", "IoDone", "OnReply", "TimerFire", "ToInnerMessage",
+if TYPE_CHECKING:
+    from adk_actors.runtime.callables import CallableRef
+    from adk_actors.runtime.iopool import IOPool
+
+__all__ = ["DEFERRED", "CallCtx", "GenServer", "InnerInit", "IoDone", "OnReply", "Port", "TimerFire", "ToInnerMessage",
            "crash_error", "redacted_state", "set_pdeathsig"]
 
 DEFERRED = object()
@@ -182,7 +186,7 @@ class IoDone:
 class InnerInit:
     """The host's first message to an inner actor (never pickled: it carries the host's port object)."""
 
-    port: Any
+    port: Port
     local_id: str
     args: Any
     registry: Any
@@ -221,9 +225,61 @@ class _IoExpired:
 
 @dataclass(frozen=True, slots=True)
 class _InlineDone:
-    on_done: Any
+    on_done: OnReply
     value: Any
     error: AdkError | None
+
+
+class Port(Protocol):
+    """The outbound effects of one actor, the same contract at both tiers.
+
+    ``Tier1Port`` (below) serves a process actor: direct Thespian or lane sends, ``wakeupAfter`` timers, registry
+    forwarding, its own I/O pool. ``InnerPort`` (``runtime/host.py``) serves an inner actor: every effect is routed
+    by its host. ``GenServer`` calls only these members, so a handler never asks which tier it runs at. A Protocol
+    is structural: neither port inherits from it, and it costs nothing at run time.
+    """
+
+    @property
+    def ref(self) -> Any:
+        """The actor's own ref: its Thespian address (tier 1) or its ``LocalRef`` (tier 2)."""
+
+    @property
+    def names(self) -> dict[str, Resolved]:
+        """The cache of resolved registry names (at tier 2: the host's)."""
+
+    @property
+    def lane(self) -> LaneServer | None:
+        """The actor's lane, if it listens on one (never at tier 2)."""
+
+    def send(self, target: Any, message: Any) -> None:
+        """Send to a registered name, a Thespian address, a ``LocalRef`` or a facade's ``LaneReturn``."""
+
+    def start_timer(self, delay: float, timer_id: int, message: Any) -> None:
+        """Deliver ``TimerFire(timer_id, message)`` to the actor after ``delay`` seconds."""
+
+    def cancel_timer(self, timer_id: int) -> None:
+        """Withdraw a timer where the tier can (a fire of a cancelled timer is ignored by the actor anyway)."""
+
+    def exit_self(self) -> None:
+        """Make the actor go away after this handler."""
+
+    def submit_io(self, io_id: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        """Run blocking ``fn(cancel_token, *args)`` on I/O threads; its result arrives as ``IoDone``."""
+
+    def cancel_io(self, io_id: int) -> None:
+        """Cancel a blocking call submitted with ``submit_io``."""
+
+    def resolved(self, entry: Resolved) -> None:
+        """A registry entry arrived: cache it."""
+
+    def settle_job(self, call_id: str) -> None:
+        """A reply passed by: stop watching the worker-pool call it answers (tier 2: the host does this)."""
+
+    def extra_fds(self) -> list[int]:
+        """The port's own fds the actor must watch besides ``watch_fds()``."""
+
+    def take_ready(self, ready: list[int]) -> list[int]:
+        """Serve the port's own fds among the readable ``ready`` ones; return the rest for ``handle_ready``."""
 
 
 class Tier1Port:
@@ -233,7 +289,7 @@ class Tier1Port:
         self.actor = actor
         self.names: dict[str, Resolved] = {}
         self.hostname = socket.gethostname()
-        self.io_pool: Any = None
+        self.io_pool: IOPool | None = None
         self.lane: LaneServer | None = None
         self.jobs: JobWatch | None = None
         """Calls in flight to the worker pool (this actor's or, for a host, its inner actors'), watched for the
@@ -360,8 +416,24 @@ class Tier1Port:
             fds.extend(self.jobs.fds())
         return fds
 
+    def take_ready(self, ready: list[int]) -> list[int]:
+        """Blocking-call results first, then worker-pool calls found lost, then what arrived on the lane."""
+        actor = self.actor
+        if self.io_pool is not None and self.io_pool.read_fd in ready:
+            for result in self.io_pool.drain():
+                actor._on_io(IoDone(result.io_id, result.value, result.error, result.progress))
+            ready.remove(self.io_pool.read_fd)
+        if self.jobs is not None and self.jobs.pending:
+            ready, lost = self.jobs.take_ready(ready)
+            if lost:
+                actor.pool_lost(lost)
+        if self.lane is not None and self.lane.fileno() in ready:
+            ready.remove(self.lane.fileno())
+            actor._on_lane(self.lane)
+        return ready
 
-class GenServer(Actor):
+
+class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyped (follow_imports=skip)
     """Base class of every adk_actors actor. See the module docstring for the hooks."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -379,7 +451,7 @@ class GenServer(Actor):
         self._io_pending: dict[int, tuple[OnReply, int]] = {}
         self._io_progress: dict[int, Callable[[Any], None]] = {}
         self._io_ids = itertools.count(1)
-        self._port: Any = Tier1Port(self)
+        self._port: Port = Tier1Port(self)
         self.tier = 1
         self.log = get_logger(f"adk_actors.{type(self).__name__}")
 
@@ -438,7 +510,7 @@ class GenServer(Actor):
     def full_status(self) -> dict[str, Any]:
         base = {"id": self._child_id, "type": type(self).__name__, "pid": os.getpid(),
                 "timers": len(self._timers), "pending_calls": len(self._pending)}
-        lane = self._port.lane if self.tier == 1 else None
+        lane = self._port.lane
         if lane is not None:
             base["lane"] = {"peers": len(lane.peers), "targets": len(lane.client.by_key),
                             "frames_in": lane.frames_in, "frames_out": lane.client.frames_out}
@@ -495,8 +567,8 @@ class GenServer(Actor):
         if io_id in self._io_pending:
             self._port.cancel_io(io_id)
 
-    def run_job(self, fn: Any, args: tuple[Any, ...], deadline: float, on_done: OnReply, *,
-                inline: bool = False, job_class: str = "default") -> str | None:
+    def run_job(self, fn: Callable[..., Any] | CallableRef | str, args: tuple[Any, ...], deadline: float,
+                on_done: OnReply, *, inline: bool = False, job_class: str = "default") -> str | None:
         """Run user code: in the worker-process pool (default) or, with ``inline=True``, right here.
 
         Inline code must be trusted, fast and non-blocking; its result is still delivered asynchronously.
@@ -562,7 +634,7 @@ class GenServer(Actor):
             return None
         if self._exiting:
             return None
-        fds = self.watch_fds() + (self._port.extra_fds() if self.tier == 1 else [])
+        fds = self.watch_fds() + self._port.extra_fds()
         return ThespianWatch(fds) if fds else None
 
     def _dispatch(self, message: Any, sender: Any) -> None:
@@ -575,7 +647,8 @@ class GenServer(Actor):
             if isinstance(payload, TimerFire):
                 self._fire(payload)
             elif isinstance(payload, _LaneRetry):
-                self._port.answer(payload.target, payload.message, payload.attempt)
+                if isinstance(self._port, Tier1Port):  # only a process actor answers on a lane
+                    self._port.answer(payload.target, payload.message, payload.attempt)
             elif isinstance(payload, _PoolGone):
                 self.pool_lost(list(payload.lost))
             else:
@@ -585,20 +658,7 @@ class GenServer(Actor):
         elif isinstance(message, IoDone):
             self._on_io(message)
         elif isinstance(message, WatchMessage):
-            ready = list(message.ready)
-            if self.tier == 1 and self._port.io_pool is not None and self._port.io_pool.read_fd in ready:
-                for result in self._port.io_pool.drain():
-                    self._on_io(IoDone(result.io_id, result.value, result.error, result.progress))
-                ready.remove(self._port.io_pool.read_fd)
-            jobs = self._port.jobs if self.tier == 1 else None
-            if jobs is not None and jobs.pending:
-                ready, lost = jobs.take_ready(ready)
-                if lost:
-                    self.pool_lost(lost)
-            lane = self._port.lane if self.tier == 1 else None
-            if lane is not None and lane.fileno() in ready:
-                ready.remove(lane.fileno())
-                self._on_lane(lane)
+            ready = self._port.take_ready(list(message.ready))
             if ready:
                 self.handle_ready(ready)
         elif isinstance(message, SupInit):
@@ -617,10 +677,7 @@ class GenServer(Actor):
         elif isinstance(message, ChildActorExited):
             self.handle_child_exited(message.childAddress)
         elif isinstance(message, Resolved):
-            if self.tier == 1:
-                self._port.resolved(message)
-            else:
-                self._port.names[message.name] = message
+            self._port.resolved(message)
         elif isinstance(message, RegistryMoved):
             # Our registry was restarted: later registrations, Downs and forwards go to the new one.
             self._registry = message.address
@@ -652,7 +709,7 @@ class GenServer(Actor):
         self._system_port = message.system_port
         if self._system_port and self.tier == 1:
             os.environ["ADK_SYSTEM_PORT"] = str(self._system_port)
-        if self.tier == 1:
+        if isinstance(self._port, Tier1Port):  # process-wide setup, for a process actor only
             set_pdeathsig()
             self._port.open_lane(self._system_port)  # before Register: whoever finds us finds our lane
             if os.environ.get("ADKACTORS_PROFILE_DIR"):  # diagnostics for `make bench` profiles; off by default
@@ -691,8 +748,7 @@ class GenServer(Actor):
             self.reply(ctx, value)
 
     def _on_reply(self, message: Reply | Failure) -> None:
-        if self.tier == 1:
-            self._port.settle_job(message.call_id)
+        self._port.settle_job(message.call_id)
         entry = self._pending.pop(message.call_id, None)
         if entry is None:
             return  # late or unknown: dropped

@@ -26,7 +26,7 @@ import uuid
 import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from thespian.actors import ActorAddress, ActorSystem, ActorSystemFailure, PoisonMessage
 from thespian.actors import ExternalContext as _ExternalContext
@@ -47,7 +47,18 @@ from adk_actors.runtime.host import InnerGroupSpec, InnerSpec, Spawn, SpawnGroup
 from adk_actors.runtime.lane import ENV as LANES_ENV
 from adk_actors.runtime.lane import LaneConn, address_key, lanes_enabled
 from adk_actors.runtime.logdefs import NULL_LOG_DEFS, sink_path, thesplog_path
-from adk_actors.runtime.messages import Call, Failure, GetStatus, Lookup, Reply, Resolved, Route, Shutdown, ToInner
+from adk_actors.runtime.messages import (
+    Call,
+    Failure,
+    GetStatus,
+    Lookup,
+    Reply,
+    Request,
+    Resolved,
+    Route,
+    Shutdown,
+    ToInner,
+)
 from adk_actors.runtime.procs import group_pids, pid_alive, pid_alive_fast
 from adk_actors.runtime.refs import LocalRef, host_name, place
 from adk_actors.runtime.root import ROOT_NAME, AwaitRegistry, Root, SystemInfo
@@ -72,6 +83,8 @@ thespian_tuning.apply()
 _lock = threading.RLock()
 _default: ActorSystemHandle | None = None
 _HOSTNAME = socket.gethostname()
+
+R = TypeVar("R")
 
 
 def port_listening(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
@@ -162,8 +175,18 @@ class ActorSystemHandle:
             raise SystemNotRunning("this actor system handle is stopped", details={"port": self.port})
         return self._asys
 
-    def ask(self, target: Any, request: Any, timeout: float | None = None) -> Any:
+    @overload
+    def ask(self, target: Any, request: Request[R], timeout: float | None = None) -> R: ...
+
+    @overload
+    def ask(self, target: Any, request: object, timeout: float | None = None) -> Any: ...
+
+    def ask(self, target: Any, request: object, timeout: float | None = None) -> Any:
         """Ask ``target`` (an address or a registered name) and return the reply value.
+
+        Typed where the request fixes the reply: a request deriving from ``Request[R]`` (``Ping`` → ``str``,
+        ``GetStatus`` → ``dict``, ``Lookup`` → ``Resolved``, ``Spawn`` → ``LocalRef``, ...) makes this return
+        ``R`` to a type checker; any other request returns ``Any``. Nothing is checked at run time.
 
         Raises:
             AskTimeout: no reply before the deadline.

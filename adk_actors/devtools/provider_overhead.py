@@ -1,6 +1,7 @@
 """Provider overhead benchmark: our Gemini provider vs a bare ``requests.post`` against the local emulator.
 
-``make bench`` calls :func:`run`; it needs nothing but the emulator (no network beyond 127.0.0.1).
+``make bench`` calls :func:`run` (``python -m adk_actors.devtools.provider_overhead`` prints one run); it needs
+nothing but the emulator (no network beyond 127.0.0.1).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import requests
 
+from adk_actors.emulator import Emulator
 from adk_actors.models.api import generate
 from adk_actors.models.gemini.transport import close_sessions
 
@@ -41,8 +43,6 @@ def run(n: int = 500) -> dict[str, Any]:
     Returns:
         ``{"n", "provider": {mean_ms, p50_ms, p99_ms}, "bare_requests": {...}, "overhead_mean_ms"}``.
     """
-    from adk_actors.emulator import Emulator
-
     history = [{"role": "user", "content": "benchmark"}]
     with Emulator(script={"rules": [{"respond": {"text": "ok"}}]}, latency_ms=0) as emu:
         config = {"api_key": _KEY, "base_url": emu.base_url}

@@ -5,7 +5,7 @@ afterwards, so it can run against a shared database.
 
 The ``"memory"`` row measures the bare :class:`~adk_actors.sessions.memory.InMemorySessionService` class in the
 calling process; ``run("actor", handle=...)`` measures what a node's code actually pays: the
-:class:`~adk_actors.sessions.actor.ActorSessionService` client, every call an ask to the node's ``sessions`` actor.
+:class:`~adk_actors.sessions.client.ActorSessionService` client, every call an ask to the node's ``sessions`` actor.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _service(backend: str, url: str, data_dir: str, handle: Any, timeout: float 
     if handle is None:
         raise ConfigError("the actor session bench needs a running node's handle", reason="invalid_value",
                           details={"key": "handle"})
-    from adk_actors.sessions.actor import ActorSessionService  # the runtime is only needed for this variant
+    from adk_actors.sessions.client import ActorSessionService  # the runtime is only needed for this variant
 
     return ActorSessionService(timeout=timeout, system=handle)
 
