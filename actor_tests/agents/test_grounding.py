@@ -1,5 +1,6 @@
-"""Grounding under a Runner with the emulator's grounding script: the reference's envelope is on the tool-call and
-final events whose candidates carried grounding (streamed or not), and the thought signature has its own field."""
+"""Grounding under a Runner with the emulator's grounding script: the reference's envelope is on the partial,
+tool-call and final events whose candidates carried grounding (streamed or not), and the thought signature has its
+own field."""
 
 from __future__ import annotations
 
@@ -55,3 +56,23 @@ def test_grounding_reaches_the_tool_call_and_final_events(
     [tool_event] = [e for e in events if e.content is not None
                     and any(p.type == "function_response" for p in e.content.parts)]
     assert tool_event.provider_metadata is None  # no candidate: no envelope
+
+
+def test_grounding_reaches_the_partial_events_of_a_content_stream(
+        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, svc: ActorSessionService,  # noqa: F811
+        ) -> None:
+    # The answer streams as several frames; the grounding lists spread over its last two.
+    emu.set_script({"rules": [GROUNDED_CALL, GROUNDED_ANSWER]})
+    name = unique("GroundedPartials")
+    spawn(name, config_for(emu, builtin_tools=["google_search"]), [weather_tool()])
+    sid = unique("s")
+    runner = Runner(name, "grounding", svc, system=system, streaming_mode="content")
+    assert runner.run("u1", sid, "Weather in Paris?") == "Paris is sunny today. It stays dry."
+    events = read_events(svc, "grounding", "u1", sid)
+    partials = [e for e in events if e.partial]
+    assert partials, "the content stream stored no partial events"
+    grounded = [e for e in partials if e.provider_metadata is not None]
+    assert grounded, "no partial event carries the grounding its frames brought"
+    assert _envelope(grounded[-1])["webSearchQueries"]
+    final = [e for e in events if e.is_final][-1]
+    assert len(_envelope(final)["groundingChunks"]) == 2

@@ -1,7 +1,7 @@
 """The Runner half of the agent actor: one invocation against a session, with events, budgets, policy and pauses.
 
 :class:`RunnerMixin` is mixed into :class:`~adk_actors.agents.agent_actor.AgentActor`; a Runner invocation is a
-turn of the agent's usual model/tool loop (same lanes, callbacks, tool execution and deadlines) with these
+turn of the agent's usual model/tool loop (same session queues, callbacks, tool execution and deadlines) with these
 differences:
 
 * admission: a permit from the node's ``admission`` actor (owned by this host's pid, so a dead host frees it) is
@@ -66,7 +66,7 @@ from adk_actors.models import stream as stream_text
 from adk_actors.policy import Decision
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.runtime.threadtimers import thread_timers
-from adk_actors.sessions.actor import STORE_NAME, ActorSessionService
+from adk_actors.sessions.client import STORE_NAME, ActorSessionService
 from adk_actors.sessions.messages import SessionBatch, SessionOp
 from adk_actors.sessions.model import SessionRef
 from adk_actors.tools import failed_function_response
@@ -138,12 +138,18 @@ class _Batcher:
         self.first = 0.0
         self.lock = threading.Lock()
         self.timer: int | None = None
+        self.grounding: dict[str, Any] | None = None
+        """The grounding envelope a frame of the current batch brought (accumulated over the stream so far)."""
+        self.reported: dict[str, Any] | None = None
 
     def text(self, delta: str) -> None:
         self._add({"type": "text", "text": delta}, len(delta.encode("utf-8")))
 
     def frame(self, frame: Any) -> None:
         parts = [p for p in frame.content.get("parts", []) if p.get("type") != "function_call"]
+        if frame.provider_metadata is not None and frame.provider_metadata != self.reported:
+            with self.lock:  # rides on the batch it arrived with (or the next one that has parts)
+                self.grounding = frame.provider_metadata
         if parts:
             self._add_many(parts, len(json.dumps(parts).encode("utf-8")))
 
@@ -184,7 +190,9 @@ class _Batcher:
             thread_timers.cancel(self.timer)
             self.timer = None
         if self.parts:
-            self.token.report({"schema_version": 1, "parts": self.parts})
+            self.token.report(({"schema_version": 1, "parts": self.parts}, self.grounding))
+            if self.grounding is not None:
+                self.reported, self.grounding = self.grounding, None
             self.parts, self.count = [], 0
 
 
@@ -514,12 +522,14 @@ class RunnerMixin:
             return
         self._runner_io(turn, _stream, (turn.config, list(history), self._declarations(), options.streaming_mode,
                                         options.max_stream_output_bytes), done,
-                        on_progress=lambda content: self._on_delta(turn, content), deadline=deadline,
+                        on_progress=lambda batch: self._on_delta(turn, batch), deadline=deadline,
                         cancellable=True)
 
-    def _on_delta(self, turn: _Turn, content: dict[str, Any]) -> None:
+    def _on_delta(self, turn: _Turn, batch: tuple[dict[str, Any], dict[str, Any] | None]) -> None:
+        """One batch of a stream: a partial event, with the grounding envelope a frame of the batch carried."""
         if turn.done:
             return
+        content, grounding = batch
         runner = turn.runner
         assert runner is not None
         policy = runner.request.options.runtime_policy
@@ -533,7 +543,8 @@ class RunnerMixin:
                     self.cancel_io(io_id)
                 return
         try:
-            event = Event.new(invocation_id=turn.invocation_id, author=self.spec.name, content=content, partial=True)
+            event = Event.new(invocation_id=turn.invocation_id, author=self.spec.name, content=content, partial=True,
+                              provider_metadata=grounding)
         except AdkError as err:
             self._finish(turn, None, err)
             return
