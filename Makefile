@@ -22,11 +22,13 @@ test: install
 
 check: install
 	$(BIN)/ruff check $(SRC)
+	$(BIN)/ruff format --check $(SRC)
 	$(BIN)/mypy
 	$(BIN)/python -m adk_actors.devtools.layers
 
 fix: install
 	$(BIN)/ruff check --fix $(SRC)
+	$(BIN)/ruff format $(SRC)
 
 demo: install
 	$(BIN)/python samples/quickstart.py

@@ -39,8 +39,12 @@ for _name in [n for n in os.environ if n.startswith("ADK_") and n != "ADK_STRICT
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--strict-pickle", action="store_true", default=False,
-                     help="start actor systems in strict-pickle mode (every message crossing a host is pickled)")
+    parser.addoption(
+        "--strict-pickle",
+        action="store_true",
+        default=False,
+        help="start actor systems in strict-pickle mode (every message crossing a host is pickled)",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -49,8 +53,14 @@ def strict_pickle(request: pytest.FixtureRequest) -> bool:
 
 
 def _settings(data_dir: Path, strict: bool, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {"admin_port": reserved_port(), "data_dir": str(data_dir), "strict_pickle": strict,
-                              "hosts": 2, "workers": 2, "start_timeout_s": 30.0}
+    values: dict[str, Any] = {
+        "admin_port": reserved_port(),
+        "data_dir": str(data_dir),
+        "strict_pickle": strict,
+        "hosts": 2,
+        "workers": 2,
+        "start_timeout_s": 30.0,
+    }
     values.update(overrides)
     return Settings.from_dict(values)
 

@@ -69,9 +69,15 @@ def fenced_blocks(path: Path) -> list[DocBlock]:
         end = next((i for i in range(index + 1, len(lines)) if lines[i].startswith("```")), None)
         if end is None:
             raise ValueError(f"{path.name}:{index + 1}: unclosed code fence")
-        blocks.append(DocBlock(path=path, line=index + 1, language=opening[3:].strip(),
-                               code="".join(text + "\n" for text in lines[index + 1:end]),
-                               illustrative=above == ILLUSTRATIVE))
+        blocks.append(
+            DocBlock(
+                path=path,
+                line=index + 1,
+                language=opening[3:].strip(),
+                code="".join(text + "\n" for text in lines[index + 1 : end]),
+                illustrative=above == ILLUSTRATIVE,
+            )
+        )
         index = end + 1
     return blocks
 
@@ -89,13 +95,25 @@ def docs_env(workdir: Path) -> Iterator[dict[str, str]]:
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_") and k not in _LEAKY}
     with Emulator() as emu:
-        env.update(GEMINI_BASE_URL=emu.base_url, GEMINI_API_KEY="docs-key", ADK_ADMIN_PORT=str(reserved_port()),
-                   ADK_DATA_DIR=str(workdir / "data"))
+        env.update(
+            GEMINI_BASE_URL=emu.base_url,
+            GEMINI_API_KEY="docs-key",
+            ADK_ADMIN_PORT=str(reserved_port()),
+            ADK_DATA_DIR=str(workdir / "data"),
+        )
         yield env
 
 
 def run_block(code: str, workdir: Path, *, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run ``code`` as ``python -c`` in ``workdir`` under :func:`docs_env`; the completed process is returned."""
     with docs_env(workdir) as env:
-        return subprocess.run([sys.executable, "-c", code], cwd=workdir, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL, check=False, env=env)
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+            env=env,
+        )

@@ -20,8 +20,15 @@ def sample_env() -> dict[str, str]:
 
 def run_sample(name: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run ``samples/<name>`` from the repository root; fails the test when it exits non-zero."""
-    result = subprocess.run([sys.executable, str(ROOT / "samples" / name)], cwd=ROOT, env=sample_env(),
-                            capture_output=True, text=True, timeout=timeout, check=False)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "samples" / name)],
+        cwd=ROOT,
+        env=sample_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return result
 

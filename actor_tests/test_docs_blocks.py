@@ -37,18 +37,24 @@ def test_the_docs_have_python_blocks_to_run() -> None:
 def test_every_block_of_every_page_runs_or_is_marked_illustrative() -> None:
     """Only Python blocks are executed; a block of any other language (or none) needs the marker."""
     assert {page.name for page in ALL_PAGES} >= {"README.md", "GUIDE.md", "CLI.md", "WORKFLOWS.md"}
-    unexecuted = [f"{block.id} ({block.language or 'no language'})" for page in ALL_PAGES
-                  for block in fenced_blocks(page)
-                  if block.language not in EXECUTED_LANGUAGES and not block.illustrative]
+    unexecuted = [
+        f"{block.id} ({block.language or 'no language'})"
+        for page in ALL_PAGES
+        for block in fenced_blocks(page)
+        if block.language not in EXECUTED_LANGUAGES and not block.illustrative
+    ]
     assert unexecuted == [], f"no test runs these blocks: run them in a test or mark them {ILLUSTRATIVE}"
 
 
 def test_every_fence_starts_a_line() -> None:
     """The block finder reads backtick fences at the start of a line: an indented or ``~~~`` fence would hide a
     block from the checks above."""
-    hidden = [f"{page.name}:{number}" for page in ALL_PAGES
-              for number, text in enumerate(page.read_text().splitlines(), start=1)
-              if re.match(r"\s+(```|~~~)|~~~", text)]
+    hidden = [
+        f"{page.name}:{number}"
+        for page in ALL_PAGES
+        for number, text in enumerate(page.read_text().splitlines(), start=1)
+        if re.match(r"\s+(```|~~~)|~~~", text)
+    ]
     assert hidden == []
 
 
@@ -67,4 +73,5 @@ def test_every_illustrative_marker_sits_above_a_code_block() -> None:
 def test_docs_python_block_runs_or_is_marked_illustrative(block: DocBlock, tmp_path: Path) -> None:
     result = run_block(block.code, tmp_path)
     assert result.returncode == 0, (
-        f"{block.id} failed; make it runnable offline or mark it {ILLUSTRATIVE}\n{result.stderr[-2000:]}")
+        f"{block.id} failed; make it runnable offline or mark it {ILLUSTRATIVE}\n{result.stderr[-2000:]}"
+    )

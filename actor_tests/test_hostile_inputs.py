@@ -59,9 +59,27 @@ def _cycle() -> list[Any]:
     return value
 
 
-_ATOMS: list[Any] = [Colour.RED, {1, 2}, frozenset(), b"bytes", bytearray(b"x"), float("nan"), float("inf"),
-                     lambda: 1, threading.Lock(), _deep(10_000), _cycle(), "\ud800", "a\x00b", object(),
-                     types.SimpleNamespace(a=1), 3 + 4j, Ellipsis, range(3), iter([1])]
+_ATOMS: list[Any] = [
+    Colour.RED,
+    {1, 2},
+    frozenset(),
+    b"bytes",
+    bytearray(b"x"),
+    float("nan"),
+    float("inf"),
+    lambda: 1,
+    threading.Lock(),
+    _deep(10_000),
+    _cycle(),
+    "\ud800",
+    "a\x00b",
+    object(),
+    types.SimpleNamespace(a=1),
+    3 + 4j,
+    Ellipsis,
+    range(3),
+    iter([1]),
+]
 
 hostile = st.one_of(
     st.sampled_from(_ATOMS),
@@ -124,12 +142,14 @@ def test_malformed_session_ops_are_bad_arguments_not_crashes(node: ActorSystemHa
     svc = ActorSessionService(system=node)
     made = svc.create_session(app_name="malformed", user_id="u", state={"kept": 1})
     before = _store_entry(node)
-    for op in (SessionOp(method="get_session", args=(1, 2, 3, 4)),
-               SessionOp(method="update_state", args=(made.ref, {"c": {1, 2}})),
-               SessionOp(method="update_state", args=(made.ref, {"c": _cycle()})),
-               SessionOp(method="add_event", args=(made.ref, object())),
-               SessionOp(method="save_conversation", args=("a", "b", "c", [_deep(100)])),
-               SessionOp(method="create_session", kwargs={"app_name": "x", "user_id": "u", "state": {1: 2}})):
+    for op in (
+        SessionOp(method="get_session", args=(1, 2, 3, 4)),
+        SessionOp(method="update_state", args=(made.ref, {"c": {1, 2}})),
+        SessionOp(method="update_state", args=(made.ref, {"c": _cycle()})),
+        SessionOp(method="add_event", args=(made.ref, object())),
+        SessionOp(method="save_conversation", args=("a", "b", "c", [_deep(100)])),
+        SessionOp(method="create_session", kwargs={"app_name": "x", "user_id": "u", "state": {1: 2}}),
+    ):
         _rejects(lambda op=op: node.ask("sessions", op, 5.0))
     assert svc.get_session(made).state["kept"] == 1
     assert _store_entry(node).pid == before.pid
@@ -153,8 +173,12 @@ def _session_calls(svc: Any, ref: SessionRef) -> list[Callable[[Any], Any]]:
     ]
 
 
-@settings(database=None, max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    database=None,
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(value=hostile)
 def test_session_calls_reject_hostile_values_at_once(node: ActorSystemHandle, value: Any) -> None:
     svc = ActorSessionService(system=node)
@@ -188,31 +212,48 @@ def _facade_calls(node: ActorSystemHandle) -> list[Callable[[Any], Any]]:
     ]
 
 
-@settings(database=None, max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    database=None,
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(value=hostile)
 def test_agent_run_and_workflow_calls_reject_hostile_values_at_once(node: ActorSystemHandle, value: Any) -> None:
     for call in _facade_calls(node):
         _rejects(lambda call=call: call(value))
 
 
-@settings(database=None, max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    database=None,
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(value=st.sampled_from([v for v in _ATOMS if not isinstance(v, str)] + [-1, float("nan"), 10**30, "x"]))
 def test_ids_counts_and_timeouts_reject_non_values(node: ActorSystemHandle, value: Any) -> None:
     svc = ActorSessionService(system=node)
-    for call in (lambda: runs.status(value, system=node), lambda: runs.wait("r1", value, system=node),
-                 lambda: runs.subscribe("r1", after_seq=value, system=node).__next__(),
-                 lambda: agents.describe_agent("hostile_agent", timeout=value, system=node),
-                 lambda: svc.compact_events(SessionRef(app_name="h", user_id="u", session_id="s"),
-                                            through_seq=value, compaction_event=_EVENT)):
+    for call in (
+        lambda: runs.status(value, system=node),
+        lambda: runs.wait("r1", value, system=node),
+        lambda: runs.subscribe("r1", after_seq=value, system=node).__next__(),
+        lambda: agents.describe_agent("hostile_agent", timeout=value, system=node),
+        lambda: svc.compact_events(
+            SessionRef(app_name="h", user_id="u", session_id="s"), through_seq=value, compaction_event=_EVENT
+        ),
+    ):
         _rejects(call)
 
 
 def test_subscribe_rejects_bad_arguments_at_the_call_not_at_the_first_next(node: ActorSystemHandle) -> None:
-    for args, kwargs in (((1,), {}), (("r1",), {"after_seq": -1}), (("r1",), {"after_seq": "0"}),
-                         (("r1",), {"credit": "yes"}), (("r1",), {"idle_timeout": float("nan")}),
-                         ((_deep(10_000),), {})):
+    for args, kwargs in (
+        ((1,), {}),
+        (("r1",), {"after_seq": -1}),
+        (("r1",), {"after_seq": "0"}),
+        (("r1",), {"credit": "yes"}),
+        (("r1",), {"idle_timeout": float("nan")}),
+        ((_deep(10_000),), {}),
+    ):
         started = time.monotonic()
         with pytest.raises(ValidationError) as info:
             runs.subscribe(*args, system=node, **kwargs)  # no next(): the call itself answers

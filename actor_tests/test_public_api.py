@@ -12,14 +12,60 @@ from actor_tests.docs_env import ROOT
 from adk_actors import errors
 
 PUBLIC = [
-    "ActorCrashed", "ActorSystemHandle", "AdkError", "Agent", "AgentError", "AgentRef", "AgentTool", "AskTimeout",
-    "BudgetExceeded", "ConcurrencyConflict", "ConfigError", "ContentError", "Event", "EventError", "FunctionTool",
-    "NameNotFound", "PolicyDenied", "ProviderError", "ProviderHttpError", "RateLimited", "RetryExhausted",
-    "RunError", "RunNotFound", "Runner", "RuntimeFailure", "SchemaError", "SessionError", "SessionNotFound",
-    "Settings", "StorageError", "StreamError", "SystemNotRunning", "ToolError", "ValidationError", "WorkerError",
-    "WorkflowError", "__version__", "attach", "current_system", "delegate", "invoke", "load_settings",
-    "long_running", "loop", "open_actor_system", "parallel", "prompt", "runs", "sequential", "session_service",
-    "spawn_agent", "start", "stop", "stop_agent",
+    "ActorCrashed",
+    "ActorSystemHandle",
+    "AdkError",
+    "Agent",
+    "AgentError",
+    "AgentRef",
+    "AgentTool",
+    "AskTimeout",
+    "BudgetExceeded",
+    "ConcurrencyConflict",
+    "ConfigError",
+    "ContentError",
+    "Event",
+    "EventError",
+    "FunctionTool",
+    "NameNotFound",
+    "PolicyDenied",
+    "ProviderError",
+    "ProviderHttpError",
+    "RateLimited",
+    "RetryExhausted",
+    "RunError",
+    "RunNotFound",
+    "Runner",
+    "RuntimeFailure",
+    "SchemaError",
+    "SessionError",
+    "SessionNotFound",
+    "Settings",
+    "StorageError",
+    "StreamError",
+    "SystemNotRunning",
+    "ToolError",
+    "ValidationError",
+    "WorkerError",
+    "WorkflowError",
+    "__version__",
+    "attach",
+    "current_system",
+    "delegate",
+    "invoke",
+    "load_settings",
+    "long_running",
+    "loop",
+    "open_actor_system",
+    "parallel",
+    "prompt",
+    "runs",
+    "sequential",
+    "session_service",
+    "spawn_agent",
+    "start",
+    "stop",
+    "stop_agent",
 ]
 """The reviewed public API (a change here is an API change: update docs/GUIDE.md and docs/CHANGELOG.md)."""
 
@@ -54,8 +100,11 @@ def test_every_public_name_resolves_and_star_import_gives_exactly_them() -> None
 
 
 def test_every_error_class_is_exported_under_its_own_name() -> None:
-    classes = {name for name in errors.__all__
-               if inspect.isclass(getattr(errors, name)) and issubclass(getattr(errors, name), errors.AdkError)}
+    classes = {
+        name
+        for name in errors.__all__
+        if inspect.isclass(getattr(errors, name)) and issubclass(getattr(errors, name), errors.AdkError)
+    }
     assert {"ProviderError", "RateLimited", "ToolError", "ValidationError", "RunError", "AgentError"} <= classes
     assert classes <= set(adk_actors.__all__)
     for name in classes:

@@ -27,7 +27,7 @@ def _without_blocks(path: Path) -> str:
     lines = path.read_text().splitlines()
     for block in reversed(fenced_blocks(path)):
         end = block.line + block.code.count("\n")
-        lines[block.line - 1:end + 1] = [""] * (end + 2 - block.line)
+        lines[block.line - 1 : end + 1] = [""] * (end + 2 - block.line)
     return "\n".join(lines)
 
 
@@ -78,8 +78,9 @@ def test_readme_python_block_runs(block: DocBlock, tmp_path: Path) -> None:
 
 
 def test_the_readme_links_every_doc_page() -> None:
-    linked = {(README.parent / target.partition("#")[0]).resolve() for target in links(README)
-              if not _SCHEME.match(target)}
+    linked = {
+        (README.parent / target.partition("#")[0]).resolve() for target in links(README) if not _SCHEME.match(target)
+    }
     unlinked = sorted(page.name for page in PAGES[1:] if page.resolve() not in linked)
     assert unlinked == [], "add these docs/ pages to the README's Documentation list"
 
@@ -92,7 +93,9 @@ def test_every_relative_link_resolves(page: Path) -> None:
 def test_the_link_checker_sees_broken_links_and_ignores_code(tmp_path: Path) -> None:
     (tmp_path / "there.md").write_text("# A `code` heading\n\n## Twice\n\n## Twice\n")
     page = tmp_path / "page.md"
-    page.write_text("[ok](there.md) [anchor](there.md#a-code-heading) [repeat](there.md#twice-1) [self](#top)\n"
-                    "# Top\n[gone](missing.md) [bad anchor](there.md#nope) [web](https://example.com/x)\n"
-                    "`[in code](nowhere.md)`\n\n```md\n[in a block](nowhere.md)\n```\n\n[ref]: also-missing.md\n")
+    page.write_text(
+        "[ok](there.md) [anchor](there.md#a-code-heading) [repeat](there.md#twice-1) [self](#top)\n"
+        "# Top\n[gone](missing.md) [bad anchor](there.md#nope) [web](https://example.com/x)\n"
+        "`[in code](nowhere.md)`\n\n```md\n[in a block](nowhere.md)\n```\n\n[ref]: also-missing.md\n"
+    )
     assert broken_links(page) == ["missing.md", "there.md#nope", "also-missing.md"]

@@ -207,8 +207,9 @@ class AdkError(Exception):
 
     default_reason: ClassVar[str] = "error"
 
-    def __init__(self, message: str | None = None, *, reason: str | None = None,
-                 details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, message: str | None = None, *, reason: str | None = None, details: dict[str, Any] | None = None
+    ) -> None:
         self.reason: str = bounded_reason(reason or self.default_reason)
         self.details: dict[str, Any] = json_safe(dict(details or {}))
         self.message: str = message or self.reason
@@ -226,16 +227,18 @@ class AdkError(Exception):
         return f"{self.reason}: {self.message}"
 
     def __eq__(self, other: object) -> bool:
-        return (type(other) is type(self) and isinstance(other, AdkError)
-                and (other.reason, other.message, other.details) == (self.reason, self.message, self.details))
+        return (
+            type(other) is type(self)
+            and isinstance(other, AdkError)
+            and (other.reason, other.message, other.details) == (self.reason, self.message, self.details)
+        )
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.reason, self.message))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe projection: ``{"type", "reason", "message", "details"}``."""
-        return {"type": type(self).__name__, "reason": self.reason, "message": self.message,
-                "details": self.details}
+        return {"type": type(self).__name__, "reason": self.reason, "message": self.message, "details": self.details}
 
 
 def _rebuild(cls: type[AdkError], message: str, reason: str, details: dict[str, Any]) -> AdkError:
@@ -426,6 +429,9 @@ def _all_classes() -> dict[str, type[AdkError]]:
 def error_from_dict(data: dict[str, Any]) -> AdkError:
     """Rebuild an error from :meth:`AdkError.to_dict` output (unknown types become ``AdkError``)."""
     cls = _all_classes().get(str(data.get("type")), AdkError)
-    return _rebuild(cls, str(data.get("message") or data.get("reason") or "error"),
-                    bounded_reason(str(data.get("reason") or cls.default_reason)),
-                    json_safe(dict(data.get("details") or {})))
+    return _rebuild(
+        cls,
+        str(data.get("message") or data.get("reason") or "error"),
+        bounded_reason(str(data.get("reason") or cls.default_reason)),
+        json_safe(dict(data.get("details") or {})),
+    )

@@ -29,16 +29,31 @@ import structlog
 
 from adk_actors.secrets import REDACTED, SECRET_ENV_VARS, prune_secrets, register_env_secrets, scrub_text
 
-__all__ = ["CRASH_MESSAGE_CHARS", "CRASH_TRACE_CHARS", "LIBRARY_LEVEL_ENV", "LIBRARY_LOGGERS", "SECRET_ENV_VARS",
-           "JsonFormatter", "ScrubFilter", "configure_logging", "crash_fields", "get_logger", "log_crash",
-           "quiet_libraries", "scrub", "scrub_processor"]
+__all__ = [
+    "CRASH_MESSAGE_CHARS",
+    "CRASH_TRACE_CHARS",
+    "LIBRARY_LEVEL_ENV",
+    "LIBRARY_LOGGERS",
+    "SECRET_ENV_VARS",
+    "JsonFormatter",
+    "ScrubFilter",
+    "configure_logging",
+    "crash_fields",
+    "get_logger",
+    "log_crash",
+    "quiet_libraries",
+    "scrub",
+    "scrub_processor",
+]
 
 _PATTERNS = (
     # Google API keys.
     re.compile(r"AIza[0-9A-Za-z\-_]{35}"),
     # header / query / assignment forms: "x-goog-api-key: K", "key=K", "api_key='K'", "Bearer K".
-    re.compile(r"(?i)((?:x-goog-api-key|api[_-]?key|access[_-]?token|authorization|[?&]key)\s*[:=]\s*['\"]?)"
-               r"(?!\[REDACTED\])[^\s'\"&,}]+"),
+    re.compile(
+        r"(?i)((?:x-goog-api-key|api[_-]?key|access[_-]?token|authorization|[?&]key)\s*[:=]\s*['\"]?)"
+        r"(?!\[REDACTED\])[^\s'\"&,}]+"
+    ),
     re.compile(r"(?i)(bearer\s+)(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,}"),
 )
 
@@ -89,8 +104,11 @@ def crash_fields(exc: BaseException) -> dict[str, str]:
     trace = scrub(trace)
     if len(trace) > CRASH_TRACE_CHARS:
         trace = "...\n" + trace[-CRASH_TRACE_CHARS:]
-    return {"exception_type": _type_name(exc), "exception_message": scrub(message)[:CRASH_MESSAGE_CHARS],
-            "exception": trace}
+    return {
+        "exception_type": _type_name(exc),
+        "exception_message": scrub(message)[:CRASH_MESSAGE_CHARS],
+        "exception": trace,
+    }
 
 
 def log_crash(logger: str, event: str, exc: BaseException, **fields: Any) -> None:
@@ -103,9 +121,14 @@ def log_crash(logger: str, event: str, exc: BaseException, **fields: Any) -> Non
     try:
         report = crash_fields(exc)
         pairs = " ".join(f"{key}={scrub(str(value))[:200]}" for key, value in fields.items())
-        logging.getLogger(logger).error("%s %s exception_type=%s exception_message=%r\n%s", event, pairs,
-                                        report["exception_type"], report["exception_message"],
-                                        report["exception"].rstrip("\n"))
+        logging.getLogger(logger).error(
+            "%s %s exception_type=%s exception_message=%r\n%s",
+            event,
+            pairs,
+            report["exception_type"],
+            report["exception_message"],
+            report["exception"].rstrip("\n"),
+        )
     except Exception:  # reporting a failure must never add one
         return
 
@@ -130,8 +153,12 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: ``ts``, ``level``, ``logger``, ``message`` (+ ``actor`` when Thespian set it)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {"ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname,
-                                 "logger": record.name, "message": record.getMessage()}
+        entry: dict[str, Any] = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         actor = getattr(record, "actorAddress", None)
         if actor is not None:
             entry["actor"] = str(actor)
@@ -151,8 +178,11 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
     global _configured
     if _configured == (log_format, level):
         return
-    renderer: Any = (structlog.processors.JSONRenderer(sort_keys=True) if log_format == "json"
-                     else structlog.dev.ConsoleRenderer(colors=False))
+    renderer: Any = (
+        structlog.processors.JSONRenderer(sort_keys=True)
+        if log_format == "json"
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

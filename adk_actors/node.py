@@ -34,19 +34,33 @@ COMPOSER = "adk_actors.node"
 def node_children(settings: Settings) -> tuple[ChildSpec, ...]:
     """The runtime's children plus admission control, the run index, the telemetry hub and the session store
     (memory backend)."""
-    admission = AdmissionConfig(global_limit=settings.global_limit,
-                                default_agent_limit=settings.default_agent_limit,
-                                agent_limits=dict(settings.agent_limits), overflow=settings.overflow,
-                                max_queue=settings.max_queue, default_queue_timeout=settings.default_queue_timeout)
+    admission = AdmissionConfig(
+        global_limit=settings.global_limit,
+        default_agent_limit=settings.default_agent_limit,
+        agent_limits=dict(settings.agent_limits),
+        overflow=settings.overflow,
+        max_queue=settings.max_queue,
+        default_queue_timeout=settings.default_queue_timeout,
+    )
     extra: tuple[ChildSpec, ...] = (
-        ChildSpec(id=ADMISSION_NAME, actor="adk_actors.admission.actor.AdmissionControl", args=admission,
-                  register_as=ADMISSION_NAME, shutdown=5.0),
+        ChildSpec(
+            id=ADMISSION_NAME,
+            actor="adk_actors.admission.actor.AdmissionControl",
+            args=admission,
+            register_as=ADMISSION_NAME,
+            shutdown=5.0,
+        ),
         ChildSpec(id=RUN_INDEX, actor="adk_actors.runs.index.RunIndex", register_as=RUN_INDEX, shutdown=5.0),
-        ChildSpec(id=TELEMETRY_NAME, actor="adk_actors.telemetry.hub.TelemetryHub", register_as=TELEMETRY_NAME,
-                  shutdown=5.0))
+        ChildSpec(
+            id=TELEMETRY_NAME, actor="adk_actors.telemetry.hub.TelemetryHub", register_as=TELEMETRY_NAME, shutdown=5.0
+        ),
+    )
     if settings.session_backend == "memory":
-        extra += (ChildSpec(id=STORE_NAME, actor="adk_actors.sessions.actor.SessionStoreActor",
-                            register_as=STORE_NAME, shutdown=5.0),)
+        extra += (
+            ChildSpec(
+                id=STORE_NAME, actor="adk_actors.sessions.actor.SessionStoreActor", register_as=STORE_NAME, shutdown=5.0
+            ),
+        )
     return runtime_children.node_children(settings) + extra
 
 

@@ -18,9 +18,22 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PRIVATE_UMASK", "REDACTED", "SECRET_ENV_VARS", "Secret", "is_secret_key", "known_secret_values",
-           "private_dir", "private_file", "private_opener", "prune_secrets", "register_env_secrets",
-           "register_secret", "scrub_event_text", "scrub_text"]
+__all__ = [
+    "PRIVATE_UMASK",
+    "REDACTED",
+    "SECRET_ENV_VARS",
+    "Secret",
+    "is_secret_key",
+    "known_secret_values",
+    "private_dir",
+    "private_file",
+    "private_opener",
+    "prune_secrets",
+    "register_env_secrets",
+    "register_secret",
+    "scrub_event_text",
+    "scrub_text",
+]
 
 REDACTED = "[REDACTED]"
 
@@ -143,8 +156,10 @@ def prune_secrets(value: Any) -> Any:
     if isinstance(value, Secret):
         return REDACTED
     if isinstance(value, dict):
-        return {k: (REDACTED if isinstance(k, str) and is_secret_key(k) and v not in (None, "")
-                    else prune_secrets(v)) for k, v in value.items()}
+        return {
+            k: (REDACTED if isinstance(k, str) and is_secret_key(k) and v not in (None, "") else prune_secrets(v))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [prune_secrets(v) for v in value]
     if isinstance(value, tuple):

@@ -148,9 +148,12 @@ def _as_dict(s: Settings) -> dict[str, Any]:
 
 def _coerce(key: str, value: Any, source: str) -> Any:
     hint = _HINTS[key]
+
     def bad(why: str) -> ConfigError:
-        return ConfigError(f"setting {key!r} from {source}: {why}", reason="invalid_value",
-                           details={"key": key, "source": source})
+        return ConfigError(
+            f"setting {key!r} from {source}: {why}", reason="invalid_value", details={"key": key, "source": source}
+        )
+
     from_env = source == "environment"
     if key == "gemini_api_key":
         if value is None or isinstance(value, Secret):
@@ -165,8 +168,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             except ValueError:
                 raise bad("expected a JSON object of agent name to limit") from None
         if not isinstance(value, Mapping) or not all(
-                isinstance(k, str) and not isinstance(v, bool) and isinstance(v, int) and v >= 1
-                for k, v in value.items()):
+            isinstance(k, str) and not isinstance(v, bool) and isinstance(v, int) and v >= 1 for k, v in value.items()
+        ):
             raise bad("expected a mapping of agent name to a positive integer")
         return dict(value)
     if key == "extra":
@@ -177,8 +180,11 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     if hint is bool:
         if isinstance(value, bool):
             return value
-        if from_env and isinstance(value, str) and value.lower() in {"1", "true", "yes", "on", "0", "false", "no",
-                                                                      "off"}:
+        if (
+            from_env
+            and isinstance(value, str)
+            and value.lower() in {"1", "true", "yes", "on", "0", "false", "no", "off"}
+        ):
             return value.lower() in {"1", "true", "yes", "on"}
         raise bad("expected a boolean")
     if hint is int or (args and int in args):
@@ -195,8 +201,20 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             raise bad("must be >= 0")
         if key in {"admin_port"} and not 1024 <= value <= 65535:
             raise bad("port out of range 1024..65535")
-        if key in {"hosts", "workers", "host_io_threads", "max_concurrent_invocations", "supervisor_intensity",
-                   "global_limit", "default_agent_limit", "default_queue_timeout"} and value < 1:
+        if (
+            key
+            in {
+                "hosts",
+                "workers",
+                "host_io_threads",
+                "max_concurrent_invocations",
+                "supervisor_intensity",
+                "global_limit",
+                "default_agent_limit",
+                "default_queue_timeout",
+            }
+            and value < 1
+        ):
             raise bad("must be >= 1")
         return value
     if hint is float:
@@ -214,8 +232,11 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         return value
     if args and all(isinstance(a, str) for a in args):  # Literal
         if value not in args:
-            raise ConfigError(f"setting {key!r}: must be one of {list(args)}", reason="invalid_value",
-                              details={"key": key, "allowed": list(args), "source": source})
+            raise ConfigError(
+                f"setting {key!r}: must be one of {list(args)}",
+                reason="invalid_value",
+                details={"key": key, "allowed": list(args), "source": source},
+            )
         return value
     raise bad("unsupported type")  # pragma: no cover - every field is handled above
 
@@ -224,8 +245,9 @@ def _build(values: Mapping[str, Any], source: str) -> Settings:
     clean: dict[str, Any] = {}
     for key, value in values.items():
         if key not in _FIELDS:
-            raise ConfigError(f"unknown setting {key!r} ({source})", reason="unknown_key",
-                              details={"key": key, "source": source})
+            raise ConfigError(
+                f"unknown setting {key!r} ({source})", reason="unknown_key", details={"key": key, "source": source}
+            )
         clean[key] = _coerce(key, value, source)
     return Settings(**clean)
 
@@ -235,16 +257,25 @@ def _read_file(path: Path) -> dict[str, Any]:
         with path.open("rb") as fh:
             data = tomllib.load(fh)
     except FileNotFoundError:
-        raise ConfigError("configuration file not found", reason="config_not_found",
-                          details={"path": str(path)}) from None
+        raise ConfigError(
+            "configuration file not found", reason="config_not_found", details={"path": str(path)}
+        ) from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"configuration file is not valid TOML: {exc}", reason="invalid_toml",
-                          details={"path": str(path)}) from None
+        raise ConfigError(
+            f"configuration file is not valid TOML: {exc}", reason="invalid_toml", details={"path": str(path)}
+        ) from None
     # The file groups settings in tables for readability; keys are unique across tables.
     flat: dict[str, Any] = {}
     for key, value in data.items():
-        if isinstance(value, dict) and key in {"system", "runtime", "logging", "sessions", "gemini", "agents",
-                                                "admission"}:
+        if isinstance(value, dict) and key in {
+            "system",
+            "runtime",
+            "logging",
+            "sessions",
+            "gemini",
+            "agents",
+            "admission",
+        }:
             for inner, inner_value in value.items():
                 if inner in flat:
                     raise ConfigError("setting given twice", reason="duplicate_key", details={"key": inner})
@@ -253,8 +284,9 @@ def _read_file(path: Path) -> dict[str, Any]:
             flat[key] = value
     for key in flat:
         if key not in _FIELDS:
-            raise ConfigError(f"unknown setting {key!r} in {path}", reason="unknown_key",
-                              details={"key": key, "source": str(path)})
+            raise ConfigError(
+                f"unknown setting {key!r} in {path}", reason="unknown_key", details={"key": key, "source": str(path)}
+            )
     return flat
 
 
@@ -263,10 +295,13 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     for name, value in env.items():
         if not name.startswith(ENV_PREFIX) or name in INTERNAL_ENV:
             continue
-        key = name[len(ENV_PREFIX):].lower()
+        key = name[len(ENV_PREFIX) :].lower()
         if key not in _FIELDS or key == "extra":
-            raise ConfigError(f"unknown environment setting {name}", reason="unknown_key",
-                              details={"key": name, "source": "environment"})
+            raise ConfigError(
+                f"unknown environment setting {name}",
+                reason="unknown_key",
+                details={"key": name, "source": "environment"},
+            )
         out[key] = value
     if "gemini_api_key" not in out and env.get("GEMINI_API_KEY"):
         out["gemini_api_key"] = env["GEMINI_API_KEY"]
@@ -275,8 +310,13 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def load_settings(config_file: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None,
-                  use_env: bool = True, **overrides: Any) -> Settings:
+def load_settings(
+    config_file: str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    use_env: bool = True,
+    **overrides: Any,
+) -> Settings:
     """Load settings: defaults < config file < ``ADK_*`` environment < keyword overrides.
 
     The file is ``config_file`` if given, else ``$ADK_CONFIG``, else ``config/adk.toml`` in the current directory

@@ -26,9 +26,18 @@ from adk_actors.testing import reserved_port
 @pytest.fixture(scope="module")
 def node(tmp_module_dir: Path) -> Iterator[ActorSystemHandle]:
     data = tmp_module_dir
-    handle = adk_actors.start(Settings(admin_port=reserved_port(), data_dir=str(data), global_limit=3,
-                                       default_agent_limit=2, agent_limits={"Batch": 1}, overflow="reject",
-                                       max_queue=4, default_queue_timeout=30000))
+    handle = adk_actors.start(
+        Settings(
+            admin_port=reserved_port(),
+            data_dir=str(data),
+            global_limit=3,
+            default_agent_limit=2,
+            agent_limits={"Batch": 1},
+            overflow="reject",
+            max_queue=4,
+            default_queue_timeout=30000,
+        )
+    )
     try:
         yield handle
     finally:
@@ -68,8 +77,11 @@ def test_a_queued_request_is_granted_on_release_or_fails_at_its_deadline(node: A
         node.ask("admission", Acquire(agent="Q", owner_pid=me, overflow="queue", queue_timeout_ms=200))
     assert info.value.reason == "admission_timeout" and 0.18 < time.monotonic() - t0 < 2
     got: list[object] = []
-    waiter = threading.Thread(target=lambda: got.append(
-        node.ask("admission", Acquire(agent="Q", owner_pid=me, overflow="queue", queue_timeout_ms=10000))))
+    waiter = threading.Thread(
+        target=lambda: got.append(
+            node.ask("admission", Acquire(agent="Q", owner_pid=me, overflow="queue", queue_timeout_ms=10000))
+        )
+    )
     waiter.start()
     deadline = time.monotonic() + 5
     while _status(node)["queued"] != 1:
@@ -81,15 +93,18 @@ def test_a_queued_request_is_granted_on_release_or_fails_at_its_deadline(node: A
 
 
 def test_permits_of_a_sigkilled_owner_are_released_and_exactly_limit_new_ones_admitted(
-        node: ActorSystemHandle, tmp_path: Path) -> None:
-    script = (f"import os, sys, time\n"
-              f"from adk_actors.runtime.system import attach\n"
-              f"from adk_actors.settings import Settings\n"
-              f"from adk_actors.admission.messages import Acquire\n"
-              f"h = attach({node.port}, Settings(), make_default=False)\n"
-              f"for _ in range(2): h.ask('admission', Acquire(agent='Crash', owner_pid=os.getpid()))\n"
-              f"print('held', flush=True)\n"
-              f"time.sleep(600)\n")
+    node: ActorSystemHandle, tmp_path: Path
+) -> None:
+    script = (
+        f"import os, sys, time\n"
+        f"from adk_actors.runtime.system import attach\n"
+        f"from adk_actors.settings import Settings\n"
+        f"from adk_actors.admission.messages import Acquire\n"
+        f"h = attach({node.port}, Settings(), make_default=False)\n"
+        f"for _ in range(2): h.ask('admission', Acquire(agent='Crash', owner_pid=os.getpid()))\n"
+        f"print('held', flush=True)\n"
+        f"time.sleep(600)\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"held"

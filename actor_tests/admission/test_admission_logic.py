@@ -70,24 +70,44 @@ def test_owner_exit_releases_its_permits_drops_its_waiters_and_grants_others() -
     assert s.released_by_owner_exit == 2 and s.owners() == {200}
 
 
-@pytest.mark.parametrize("bad", [{"global_limit": 0}, {"overflow": "drop"}, {"agent_limits": {"a": 0}},
-                                 {"default_queue_timeout": True}, {"max_queue": -1}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"global_limit": 0},
+        {"overflow": "drop"},
+        {"agent_limits": {"a": 0}},
+        {"default_queue_timeout": True},
+        {"max_queue": -1},
+    ],
+)
 def test_invalid_config_is_a_config_error(bad: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         AdmissionConfig(**bad)  # type: ignore[arg-type]
 
 
-ops = st.lists(st.tuples(st.sampled_from(["acquire", "release", "expire", "exit"]),
-                         st.sampled_from(["a", "b", "c"]), st.integers(1, 3), st.integers(0, 20)), max_size=60)
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["acquire", "release", "expire", "exit"]),
+        st.sampled_from(["a", "b", "c"]),
+        st.integers(1, 3),
+        st.integers(0, 20),
+    ),
+    max_size=60,
+)
 
 
 @settings(max_examples=200, deadline=None)
 @given(ops, st.integers(1, 4), st.integers(1, 3), st.sampled_from(["reject", "queue"]))
-def test_limits_are_never_exceeded_and_every_request_is_answered_once(seq: list[tuple[str, str, int, int]],
-                                                                    global_limit: int, agent_limit: int,
-                                                                    overflow: str) -> None:
-    s = state(global_limit=global_limit, default_agent_limit=agent_limit, overflow=overflow, max_queue=5,
-              default_queue_timeout=5)
+def test_limits_are_never_exceeded_and_every_request_is_answered_once(
+    seq: list[tuple[str, str, int, int]], global_limit: int, agent_limit: int, overflow: str
+) -> None:
+    s = state(
+        global_limit=global_limit,
+        default_agent_limit=agent_limit,
+        overflow=overflow,
+        max_queue=5,
+        default_queue_timeout=5,
+    )
     answered: dict[str, int] = {}
     pending: set[str] = set()
     now = 0.0

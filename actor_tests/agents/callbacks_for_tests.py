@@ -17,8 +17,10 @@ class Audit:
 
     @staticmethod
     def before_model(config: dict[str, Any], history: list[Any], tools: list[Any]) -> str:
-        _note(config, {"hook": "before_model", "tools": len(tools), "config_keys": sorted(config),
-                       "history": len(history)})
+        _note(
+            config,
+            {"hook": "before_model", "tools": len(tools), "config_keys": sorted(config), "history": len(history)},
+        )
         return "ok"
 
     @staticmethod

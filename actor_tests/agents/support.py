@@ -49,8 +49,12 @@ def weather_tool() -> FunctionTool:
 
 def whoami(city: str, tool_context: ToolContext) -> dict:
     """Report what the tool context carries."""
-    return {"city": city, "user": tool_context.state.get("user:name"), "agent_is_set": bool(tool_context.agent_name),
-            "session": tool_context.session_id}
+    return {
+        "city": city,
+        "user": tool_context.state.get("user:name"),
+        "agent_is_set": bool(tool_context.agent_name),
+        "session": tool_context.session_id,
+    }
 
 
 def greeting_provider(scope: dict) -> str:
@@ -81,13 +85,21 @@ class PlainProvider:
     def capabilities(self) -> dict[str, Any]:
         return {"structured_output": True} if self.structured else {}
 
-    def generate(self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *,
-                 cancel: Any = None) -> str:
+    def generate(
+        self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *, cancel: Any = None
+    ) -> str:
         asked = "response_json_schema" in (config.get("generation_config") or {})
         return json.dumps({"answer": "structured" if asked else "plain"})
 
-    def stream(self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any],
-               on_delta: Callable[[str], None], *, cancel: Any = None) -> str:
+    def stream(
+        self,
+        config: Mapping[str, Any],
+        history: Sequence[Any],
+        tools: Sequence[Any],
+        on_delta: Callable[[str], None],
+        *,
+        cancel: Any = None,
+    ) -> str:
         text = self.generate(config, history, tools)
         on_delta(text)
         return text
@@ -112,9 +124,14 @@ def read_json_line(fd: int, timeout: float = 30.0) -> dict[str, Any]:
 
 
 DELEGATION_RULES = [
-    {"when": {"system_text_contains": "Delegate research", "has_function_response": False,
-              "tool_declared": "Search*"},
-     "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]}},
+    {
+        "when": {
+            "system_text_contains": "Delegate research",
+            "has_function_response": False,
+            "tool_declared": "Search*",
+        },
+        "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]},
+    },
     {"when": {"has_function_response": True}, "respond": {"text": "Coordinator summary: {response_text}"}},
     {"when": {"system_text_contains": "Research the requested"}, "respond": {"text": "Research notes on {user_text}"}},
 ]

@@ -39,7 +39,8 @@ def _contents(request: dict) -> list[dict]:
 
 
 def test_prompt_runs_the_tool_loop_and_echoes_signatures_and_call_ids(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     agent = spawn(unique("Weather"), config_for(emu, **WEATHER), [FunctionTool(get_weather)])
     answer = prompt(agent, "What is the weather in Tokyo?", system=system, timeout=30)
     assert answer == "The weather in Tokyo is city: Tokyo, forecast: sunny."
@@ -57,7 +58,8 @@ def test_prompt_runs_the_tool_loop_and_echoes_signatures_and_call_ids(
 
 
 def test_the_compatibility_conversation_keeps_history_across_prompts(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     agent = spawn(unique("Chat"), config_for(emu))
     assert prompt(agent, "one", system=system) == "You said: one"
     assert prompt(agent, "two", system=system) == "You said: two"
@@ -65,7 +67,8 @@ def test_the_compatibility_conversation_keeps_history_across_prompts(
 
 
 def test_history_policy_exclude_sends_only_the_current_input(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     agent = spawn(unique("Forgetful"), config_for(emu, history_policy="exclude"))
     prompt(agent, "one", system=system)
     assert prompt(agent, "two", system=system) == "You said: two"
@@ -73,7 +76,8 @@ def test_history_policy_exclude_sends_only_the_current_input(
 
 
 def test_a_tool_that_raises_becomes_a_failed_function_response_and_the_agent_lives_on(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     agent = spawn(unique("Boom"), config_for(emu), [FunctionTool(explode, name="get_weather")])
     answer = prompt(agent, "What is the weather in Tokyo?", system=system, timeout=30)
     assert "tool_exception" in answer and "RuntimeError" in answer
@@ -83,12 +87,20 @@ def test_a_tool_that_raises_becomes_a_failed_function_response_and_the_agent_liv
 
 
 def test_arguments_are_validated_before_the_tool_runs(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, tmp_path: Path) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner, tmp_path: Path
+) -> None:
     journal = tmp_path / "calls.log"
-    emu.set_script({"rules": [
-        {"when": {"has_function_response": False}, "respond": {"function_calls": [
-            {"name": "record", "args": {"city": 5}}]}},
-        {"when": {}, "respond": {"text": "{response_text}"}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"has_function_response": False},
+                    "respond": {"function_calls": [{"name": "record", "args": {"city": 5}}]},
+                },
+                {"when": {}, "respond": {"text": "{response_text}"}},
+            ]
+        }
+    )
     agent = spawn(unique("Strict"), config_for(emu), [FunctionTool(record)])
     answer = prompt(agent, "go", system=system, timeout=30)
     assert "invalid_arguments" in answer
@@ -96,16 +108,26 @@ def test_arguments_are_validated_before_the_tool_runs(
 
 
 def test_an_unknown_function_is_answered_with_tool_not_found(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
-    emu.set_script({"rules": [
-        {"when": {"has_function_response": False}, "respond": {"function_calls": [{"name": "nope", "args": {}}]}},
-        {"when": {}, "respond": {"text": "{response_text}"}}]})
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"has_function_response": False},
+                    "respond": {"function_calls": [{"name": "nope", "args": {}}]},
+                },
+                {"when": {}, "respond": {"text": "{response_text}"}},
+            ]
+        }
+    )
     agent = spawn(unique("Lost"), config_for(emu), [FunctionTool(get_weather)])
     assert "tool_not_found" in prompt(agent, "go", system=system, timeout=30)
 
 
 def test_a_confirmation_gated_tool_fails_closed_without_a_runner(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     static = FunctionTool(get_weather, requires_confirmation=True)
     agent = spawn(unique("Gated"), config_for(emu), [static])
     assert "tool_confirmation_requires_runner" in prompt(agent, "weather in Oslo", system=system, timeout=30)
@@ -116,24 +138,43 @@ def test_a_confirmation_gated_tool_fails_closed_without_a_runner(
 
 
 def _two_calls(emu: Emulator, journal: Path, names: tuple[str, str]) -> None:
-    emu.set_script({"rules": [
-        {"when": {"has_function_response": False}, "respond": {"function_calls": [
-            {"name": names[0], "args": {"city": str(journal)}, "id": "c1"},
-            {"name": names[1], "args": {"city": str(journal)}, "id": "c2"}]}},
-        {"when": {}, "respond": {"text": "done {response_text}"}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"has_function_response": False},
+                    "respond": {
+                        "function_calls": [
+                            {"name": names[0], "args": {"city": str(journal)}, "id": "c1"},
+                            {"name": names[1], "args": {"city": str(journal)}, "id": "c2"},
+                        ]
+                    },
+                },
+                {"when": {}, "respond": {"text": "done {response_text}"}},
+            ]
+        }
+    )
 
 
 def test_parallel_safe_calls_overlap_and_other_calls_run_one_at_a_time(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, tmp_path: Path) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner, tmp_path: Path
+) -> None:
     serial_log, parallel_log = tmp_path / "serial.log", tmp_path / "parallel.log"
     _two_calls(emu, serial_log, ("rec_a", "rec_b"))
-    serial = spawn(unique("Serial"), config_for(emu), [FunctionTool(record, name="rec_a"),
-                                                       FunctionTool(record, name="rec_b")])
+    serial = spawn(
+        unique("Serial"), config_for(emu), [FunctionTool(record, name="rec_a"), FunctionTool(record, name="rec_b")]
+    )
     assert prompt(serial, "go", system=system, timeout=30).startswith("done")
     assert serial_log.read_text().split() == ["start", "c1", "end", "c1", "start", "c2", "end", "c2"]
     _two_calls(emu, parallel_log, ("par_a", "par_b"))
-    par = spawn(unique("Parallel"), config_for(emu), [FunctionTool(record, name="par_a", parallel_safe=True),
-                                                      FunctionTool(record, name="par_b", parallel_safe=True)])
+    par = spawn(
+        unique("Parallel"),
+        config_for(emu),
+        [
+            FunctionTool(record, name="par_a", parallel_safe=True),
+            FunctionTool(record, name="par_b", parallel_safe=True),
+        ],
+    )
     assert prompt(par, "go", system=system, timeout=30).startswith("done")
     lines = parallel_log.read_text().splitlines()
     assert lines[0].startswith("start") and lines[1].startswith("start")  # both started before either ended
@@ -142,7 +183,8 @@ def test_parallel_safe_calls_overlap_and_other_calls_run_one_at_a_time(
 
 
 def test_a_provider_failure_fails_the_prompt_with_its_reason(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     agent = spawn(unique("NoKey"), {"provider": "gemini", "base_url": emu.base_url})
     with pytest.raises(ProviderError) as info:
         prompt(agent, "hi", system=system)
@@ -156,16 +198,24 @@ def test_a_provider_failure_fails_the_prompt_with_its_reason(
 
 
 def test_a_provider_error_body_never_reaches_the_caller_the_error_hook_or_telemetry(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, tmp_path: Path) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner, tmp_path: Path
+) -> None:
     marker = "BODY-MARKER-4f1c"
-    emu.set_script({"rules": [{"when": {}, "respond": {"fault": {"status": 400,
-                                                                  "message": f"Invalid request: {marker}"}}}]})
+    emu.set_script(
+        {"rules": [{"when": {}, "respond": {"fault": {"status": 400, "message": f"Invalid request: {marker}"}}}]}
+    )
     fifo = tmp_path / "errors.fifo"
     os.mkfifo(fifo)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        agent = spawn(unique("Bodied"), config_for(
-            emu, callbacks=["actor_tests.agents.callbacks_for_tests:ErrorWatch"], callback_config={"fifo": str(fifo)}))
+        agent = spawn(
+            unique("Bodied"),
+            config_for(
+                emu,
+                callbacks=["actor_tests.agents.callbacks_for_tests:ErrorWatch"],
+                callback_config={"fifo": str(fifo)},
+            ),
+        )
         with telemetry.attach("agent.", system=system) as sub:
             with pytest.raises(ProviderHttpError) as info:
                 prompt(agent, "hi", system=system, timeout=30)
@@ -176,15 +226,20 @@ def test_a_provider_error_body_never_reaches_the_caller_the_error_hook_or_teleme
     err = info.value
     assert err.reason == "invalid_argument" and err.status == 400
     assert err.details == {"status": 400, "google_status": "INVALID_ARGUMENT"}  # structural tags only
-    visible = [str(err), repr(err), json.dumps(err.details), json.dumps(err.to_dict()), json.dumps(hook),
-               json.dumps([{"n": e.name, "m": e.metadata, "x": e.measurements} for e in events])]
+    visible = [
+        str(err),
+        repr(err),
+        json.dumps(err.details),
+        json.dumps(err.to_dict()),
+        json.dumps(hook),
+        json.dumps([{"n": e.name, "m": e.metadata, "x": e.measurements} for e in events]),
+    ]
     assert not any(marker in text or "Invalid request" in text for text in visible)
     assert hook["error"]["reason"] == "invalid_argument"
     assert [e.metadata.get("outcome") for e in events if e.name == "agent.model.stop"] == ["invalid_argument"]
 
 
-def test_structured_output_is_requested_only_from_a_capable_provider(
-        system: ActorSystemHandle, spawn: Spawner) -> None:
+def test_structured_output_is_requested_only_from_a_capable_provider(system: ActorSystemHandle, spawn: Spawner) -> None:
     schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
     plain = spawn(unique("Plain"), {"provider": PlainProvider(), "output_schema": schema})
     capable = spawn(unique("Capable"), {"provider": PlainProvider(structured=True), "output_schema": schema})
@@ -194,15 +249,25 @@ def test_structured_output_is_requested_only_from_a_capable_provider(
 
 
 def test_a_tool_runs_in_a_worker_process_and_an_inline_tool_in_the_agents_host(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
-    emu.set_script({"rules": [{"when": {"has_function_response": False},
-                               "respond": {"function_calls": [{"name": "where", "args": {"city": "x"}}]}},
-                              {"when": {}, "respond": {"text": "{response.pid}"}}]})
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"has_function_response": False},
+                    "respond": {"function_calls": [{"name": "where", "args": {"city": "x"}}]},
+                },
+                {"when": {}, "respond": {"text": "{response.pid}"}},
+            ]
+        }
+    )
     pooled = spawn(unique("Pooled"), config_for(emu), [FunctionTool(tool_pid, name="where")])
     inline = spawn(unique("Inline"), config_for(emu), [FunctionTool(tool_pid, name="where", inline=True)])
     hosts = system.settings.hosts
-    host_pid = {a.name: system.ask(host_name(place(local_id(a.name), hosts)), GetStatus())["pid"]
-                for a in (pooled, inline)}
+    host_pid = {
+        a.name: system.ask(host_name(place(local_id(a.name), hosts)), GetStatus())["pid"] for a in (pooled, inline)
+    }
     worker_pids = {w["pid"] for w in system.ask("workers", GetStatus())["workers"]}
     pooled_pid = int(prompt(pooled, "where?", system=system, timeout=30))
     assert pooled_pid in worker_pids and pooled_pid != host_pid[pooled.name]
@@ -211,11 +276,21 @@ def test_a_tool_runs_in_a_worker_process_and_an_inline_tool_in_the_agents_host(
 
 def test_input_and_output_schemas_are_enforced(system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
     config = config_for(
-        emu, instructions="Answer concisely using the requested JSON shape.",
-        input_schema={"type": "object", "properties": {"topic": {"type": "string", "minLength": 1}},
-                      "required": ["topic"], "additionalProperties": False},
-        output_schema={"type": "object", "properties": {"answer": {"type": "string", "minLength": 1}},
-                       "required": ["answer"], "additionalProperties": False})
+        emu,
+        instructions="Answer concisely using the requested JSON shape.",
+        input_schema={
+            "type": "object",
+            "properties": {"topic": {"type": "string", "minLength": 1}},
+            "required": ["topic"],
+            "additionalProperties": False,
+        },
+        output_schema={
+            "type": "object",
+            "properties": {"answer": {"type": "string", "minLength": 1}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        },
+    )
     agent = spawn(unique("Contract"), config)
     answer = invoke(agent, json.dumps({"topic": "supervision trees"}), system=system)
     assert json.loads(answer)["answer"]
@@ -224,14 +299,15 @@ def test_input_and_output_schemas_are_enforced(system: ActorSystemHandle, emu: E
     with pytest.raises(SchemaError) as info:
         invoke(agent, json.dumps({"topic": ""}), system=system)
     assert info.value.reason == "invalid_input" and len(emu.requests) == before  # no provider call
-    emu.set_script({"rules": [{"when": {}, "respond": {"text": "{\"wrong\": 1}"}}]})
+    emu.set_script({"rules": [{"when": {}, "respond": {"text": '{"wrong": 1}'}}]})
     with pytest.raises(SchemaError) as info:
         invoke(agent, json.dumps({"topic": "x"}), system=system)
     assert info.value.reason == "invalid_output"
 
 
 def test_delegations_in_flight_each_get_their_own_answer(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     agent = spawn(unique("Async"), config_for(emu))
     futures = [delegate(agent, f"message {i}", system=system) for i in range(12)]
     assert [f.result(timeout=60) for f in futures] == [f"You said: message {i}" for i in range(12)]
@@ -244,27 +320,37 @@ def test_delegations_in_flight_each_get_their_own_answer(
 def test_invoke_uses_fresh_history(system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
     agent = spawn(unique("Fresh"), config_for(emu))
     prompt(agent, "remember me", system=system)
-    assert invoke(agent, "new", scope={"app_name": "a", "user_id": "u", "session_id": "s"},
-                  system=system) == "You said: new"
+    assert (
+        invoke(agent, "new", scope={"app_name": "a", "user_id": "u", "session_id": "s"}, system=system)
+        == "You said: new"
+    )
     assert len(_contents(emu.requests[-1])) == 1
     assert len(agent_history(agent, system=system)) == 2  # invocations do not touch the conversation
 
 
 def test_one_session_queue_is_fifo_and_different_sessions_overlap(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     delay_s = 0.6
     emu.set_script({"rules": [{"when": {}, "respond": {"text": "ok {user_text}", "delay_ms": int(delay_s * 1000)}}]})
     agent = spawn(unique("Queues"), config_for(emu))
 
     def run(session: str, i: int) -> str:
-        return invoke(agent, f"{session}-{i}", scope={"app_name": "a", "user_id": "u", "session_id": session},
-                      system=system, timeout=60)
+        return invoke(
+            agent,
+            f"{session}-{i}",
+            scope={"app_name": "a", "user_id": "u", "session_id": session},
+            system=system,
+            timeout=60,
+        )
 
     with ThreadPoolExecutor(6) as pool:
-        results = list(pool.map(lambda args: run(*args), [("same", 0), ("same", 1), ("same", 2),
-                                                          ("x", 0), ("y", 0), ("z", 0)]))
-    assert sorted(results) == sorted(f"ok {session}-{i}" for session, i in
-                                     [("same", 0), ("same", 1), ("same", 2), ("x", 0), ("y", 0), ("z", 0)])
+        results = list(
+            pool.map(lambda args: run(*args), [("same", 0), ("same", 1), ("same", 2), ("x", 0), ("y", 0), ("z", 0)])
+        )
+    assert sorted(results) == sorted(
+        f"ok {session}-{i}" for session, i in [("same", 0), ("same", 1), ("same", 2), ("x", 0), ("y", 0), ("z", 0)]
+    )
     arrivals = {_contents(r)[0]["parts"][0]["text"]: r["timestamp"] for r in emu.requests}
     same = sorted(arrivals[f"same-{i}"] for i in range(3))
     # A session's next request reaches the provider only after the previous answer (which took delay_s).
@@ -281,8 +367,12 @@ def test_duplicate_names_stop_and_describe(system: ActorSystemHandle, emu: Emula
     with pytest.raises(AgentError) as info:
         spawn_agent(name, config_for(emu), system=system)
     assert info.value.reason == "already_started"
-    assert describe_agent(name, system=system) == {"name": name, "description": "the dup agent",
-                                                   "sub_agents": [], "tools": ["get_weather"]}
+    assert describe_agent(name, system=system) == {
+        "name": name,
+        "description": "the dup agent",
+        "sub_agents": [],
+        "tools": ["get_weather"],
+    }
     stop_agent(agent, system=system)
     with pytest.raises(ActorCrashed):
         prompt(agent, "hi", system=system, timeout=5)
@@ -292,7 +382,8 @@ def test_duplicate_names_stop_and_describe(system: ActorSystemHandle, emu: Emula
 
 
 def test_100_agents_prompted_from_8_threads_get_their_own_replies(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     agents = [spawn(unique(f"Many{i}"), config_for(emu)) for i in range(100)]
     jobs = [(agent, f"request {i} for {agent.name}") for i, agent in enumerate(agents) for _ in range(2)]
     with ThreadPoolExecutor(8) as pool:
@@ -301,9 +392,11 @@ def test_100_agents_prompted_from_8_threads_get_their_own_replies(
 
 
 def test_a_model_that_never_stops_calling_tools_fails_with_max_tool_rounds(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
-    emu.set_script({"rules": [{"when": {}, "respond": {"function_calls": [
-        {"name": "get_weather", "args": {"city": "Tokyo"}}]}}]})
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
+    emu.set_script(
+        {"rules": [{"when": {}, "respond": {"function_calls": [{"name": "get_weather", "args": {"city": "Tokyo"}}]}}]}
+    )
     agent = spawn(unique("Looping"), config_for(emu), [FunctionTool(get_weather, inline=True)])
     with pytest.raises(BudgetExceeded) as info:
         prompt(agent, "go", system=system, timeout=60)
@@ -311,8 +404,7 @@ def test_a_model_that_never_stops_calling_tools_fails_with_max_tool_rounds(
     assert len(emu.requests) == MAX_TOOL_ROUNDS + 1
 
 
-def test_a_malformed_call_batch_fails_the_turn_closed(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+def test_a_malformed_call_batch_fails_the_turn_closed(system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
     emu.set_script({"rules": [{"when": {}, "respond": {"function_calls": [{"name": "{unset}", "args": {}}]}}]})
     agent = spawn(unique("Malformed"), config_for(emu), [FunctionTool(get_weather)])
     with pytest.raises(ProviderError) as info:  # model output is untrusted: refused before any tool runs
@@ -323,7 +415,8 @@ def test_a_malformed_call_batch_fails_the_turn_closed(
 
 
 def test_stopping_an_agent_answers_its_running_and_queued_turns(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     emu.set_script({"rules": [{"when": {}, "respond": {"text": "late", "delay_ms": 20000}}]})
     agent = spawn(unique("Stopped"), config_for(emu))
     running = delegate(agent, "first", system=system, timeout=60)
@@ -336,10 +429,17 @@ def test_stopping_an_agent_answers_its_running_and_queued_turns(
 
 
 def test_a_batch_of_60_calls_that_all_fail_at_once_is_answered_in_call_order(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     calls = [{"name": f"nope_{i}", "args": {}, "id": f"id{i}"} for i in range(60)]
-    emu.set_script({"rules": [{"when": {"has_function_response": False}, "respond": {"function_calls": calls}},
-                              {"when": {}, "respond": {"text": "answered {name}"}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {"when": {"has_function_response": False}, "respond": {"function_calls": calls}},
+                {"when": {}, "respond": {"text": "answered {name}"}},
+            ]
+        }
+    )
     agent = spawn(unique("Batch"), config_for(emu), [FunctionTool(get_weather)])
     assert prompt(agent, "go", system=system, timeout=30) == "answered nope_0"
     parts = _contents(emu.requests[-1])[-1]["parts"]
@@ -354,7 +454,12 @@ def test_the_api_key_never_appears_in_status_errors_or_history(system: ActorSyst
         with pytest.raises(ProviderError) as info:
             prompt(agent, "hi", system=system)
         assert info.value.reason == "invalid_api_key"
-        visible = [str(info.value), repr(info.value), json.dumps(info.value.details),
-                   json.dumps(system.tree()), json.dumps(describe_agent(agent, system=system)),
-                   json.dumps(agent_history(agent, system=system))]
+        visible = [
+            str(info.value),
+            repr(info.value),
+            json.dumps(info.value.details),
+            json.dumps(system.tree()),
+            json.dumps(describe_agent(agent, system=system)),
+            json.dumps(agent_history(agent, system=system)),
+        ]
         assert not any(key in text for text in visible)

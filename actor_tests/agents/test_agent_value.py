@@ -44,29 +44,51 @@ def _stop(system: ActorSystemHandle, *names: str) -> None:
 
 def test_the_value_is_the_dict_config_in_google_adks_vocabulary() -> None:
     helper = Agent(name="Helper", description="Answers questions.", instruction="Be concise.")
-    agent = Agent(name="Root", model="gemini-3.1-flash-lite", instruction="Route {topic?}.",
-                  global_instruction="You are a team.", description="The root.",
-                  tools=[FunctionTool(get_weather)], sub_agents=[helper, "Other"], output_key="answer",
-                  input_schema={"type": "object"}, generate_content_config={"temperature": 0.2},
-                  include_contents="none", provider_config=PROVIDER)
+    agent = Agent(
+        name="Root",
+        model="gemini-3.1-flash-lite",
+        instruction="Route {topic?}.",
+        global_instruction="You are a team.",
+        description="The root.",
+        tools=[FunctionTool(get_weather)],
+        sub_agents=[helper, "Other"],
+        output_key="answer",
+        input_schema={"type": "object"},
+        generate_content_config={"temperature": 0.2},
+        include_contents="none",
+        provider_config=PROVIDER,
+    )
     assert agent.config() == {
-        **PROVIDER, "model": "gemini-3.1-flash-lite", "instructions": "Route {topic?}.",
-        "global_instruction": "You are a team.", "description": "The root.", "output_key": "answer",
-        "input_schema": {"type": "object"}, "generation_config": {"temperature": 0.2}, "history_policy": "exclude",
-        "sub_agents": {"Helper": {"agent": "Helper", "description": "Answers questions."},
-                       "Other": {"agent": "Other"}}}
+        **PROVIDER,
+        "model": "gemini-3.1-flash-lite",
+        "instructions": "Route {topic?}.",
+        "global_instruction": "You are a team.",
+        "description": "The root.",
+        "output_key": "answer",
+        "input_schema": {"type": "object"},
+        "generation_config": {"temperature": 0.2},
+        "history_policy": "exclude",
+        "sub_agents": {"Helper": {"agent": "Helper", "description": "Answers questions."}, "Other": {"agent": "Other"}},
+    }
     assert isinstance(agent.tools, tuple) and isinstance(agent.sub_agents, tuple)
     # The same spec as the dict config gives (the one validator).
-    assert build_spec("Root", agent.config(), agent.tools).sub_agents == \
-        build_spec("Root", {**PROVIDER, "sub_agents": {"Helper": {"agent": "Helper",
-                                                                   "description": "Answers questions."},
-                                                        "Other": "Other"}}).sub_agents
+    assert (
+        build_spec("Root", agent.config(), agent.tools).sub_agents
+        == build_spec(
+            "Root",
+            {
+                **PROVIDER,
+                "sub_agents": {"Helper": {"agent": "Helper", "description": "Answers questions."}, "Other": "Other"},
+            },
+        ).sub_agents
+    )
     assert Agent(name="A", sub_agents=["B", "C"]).config() == {"sub_agents": ["B", "C"]}
 
 
 def test_the_value_is_frozen_picklable_and_hides_the_provider_settings() -> None:
-    agent = Agent(name="Frozen", generate_content_config={"temperature": 0.5, "stop_sequences": ["x"]},
-                  provider_config=PROVIDER)
+    agent = Agent(
+        name="Frozen", generate_content_config={"temperature": 0.5, "stop_sequences": ["x"]}, provider_config=PROVIDER
+    )
     with pytest.raises(AttributeError):
         agent.name = "Other"  # type: ignore[misc]
     assert agent.generate_content_config is not None
@@ -79,24 +101,37 @@ def test_the_value_is_frozen_picklable_and_hides_the_provider_settings() -> None
     assert agent.config()["generation_config"]["temperature"] == 0.5
 
 
-@pytest.mark.parametrize(("fields", "error", "reason", "key"), [
-    ({"instruction": 3}, ConfigError, "invalid_value", "instruction"),
-    ({"generate_content_config": {"temprature": 1}}, ConfigError, "unknown_key", "generate_content_config.temprature"),
-    ({"generate_content_config": {"temperature": "hot"}}, ConfigError, "invalid_value",
-     "generate_content_config.temperature"),
-    ({"provider_config": {"api_kye": "k"}}, ConfigError, "unknown_key", "provider_config.api_kye"),
-    ({"provider_config": {"base_url": 4}}, ConfigError, "invalid_value", "provider_config.base_url"),
-    ({"provider_config": {"instructions": "x"}}, ConfigError, "misplaced_key", "provider_config.instructions"),
-    ({"provider_config": {"session_id": "s"}}, ConfigError, "misplaced_key", "provider_config.session_id"),
-    ({"include_contents": "all"}, ConfigError, "invalid_value", "include_contents"),
-    ({"tools": "get_weather"}, ConfigError, "invalid_value", "tools"),
-    ({"sub_agents": [5]}, ConfigError, "invalid_value", "sub_agents"),
-    ({"output_key": ""}, ConfigError, "invalid_value", "output_key"),
-    ({"output_schema": {"type": "nope"}}, SchemaError, "invalid_schema", "output_schema"),
-    ({"description": 3}, ConfigError, "invalid_value", "description"),
-])
-def test_bad_fields_fail_at_construction_naming_the_field(fields: dict[str, Any], error: type[AdkError],
-                                                          reason: str, key: str) -> None:
+@pytest.mark.parametrize(
+    ("fields", "error", "reason", "key"),
+    [
+        ({"instruction": 3}, ConfigError, "invalid_value", "instruction"),
+        (
+            {"generate_content_config": {"temprature": 1}},
+            ConfigError,
+            "unknown_key",
+            "generate_content_config.temprature",
+        ),
+        (
+            {"generate_content_config": {"temperature": "hot"}},
+            ConfigError,
+            "invalid_value",
+            "generate_content_config.temperature",
+        ),
+        ({"provider_config": {"api_kye": "k"}}, ConfigError, "unknown_key", "provider_config.api_kye"),
+        ({"provider_config": {"base_url": 4}}, ConfigError, "invalid_value", "provider_config.base_url"),
+        ({"provider_config": {"instructions": "x"}}, ConfigError, "misplaced_key", "provider_config.instructions"),
+        ({"provider_config": {"session_id": "s"}}, ConfigError, "misplaced_key", "provider_config.session_id"),
+        ({"include_contents": "all"}, ConfigError, "invalid_value", "include_contents"),
+        ({"tools": "get_weather"}, ConfigError, "invalid_value", "tools"),
+        ({"sub_agents": [5]}, ConfigError, "invalid_value", "sub_agents"),
+        ({"output_key": ""}, ConfigError, "invalid_value", "output_key"),
+        ({"output_schema": {"type": "nope"}}, SchemaError, "invalid_schema", "output_schema"),
+        ({"description": 3}, ConfigError, "invalid_value", "description"),
+    ],
+)
+def test_bad_fields_fail_at_construction_naming_the_field(
+    fields: dict[str, Any], error: type[AdkError], reason: str, key: str
+) -> None:
     with pytest.raises(error) as info:
         Agent(name="Bad", **fields)
     assert info.value.reason == reason and info.value.details["key"] == key
@@ -125,17 +160,25 @@ def test_the_tree_of_values_is_checked_at_construction() -> None:
 
 
 _names = st.one_of(st.sampled_from(["A", "_b", "Agent1", "user", "", "1x", "a-b", "x" * 65]), st.text(max_size=8))
-_fields = st.fixed_dictionaries({}, optional={
-    "model": st.one_of(st.none(), st.sampled_from(["gemini-3.1-flash-lite", "bad model", ""]), st.integers()),
-    "instruction": st.one_of(st.none(), st.text(max_size=20), st.integers()),
-    "description": st.one_of(st.text(max_size=10), st.integers()),
-    "output_key": st.one_of(st.none(), st.text(max_size=5), st.integers()),
-    "generate_content_config": st.one_of(st.none(), st.dictionaries(
-        st.sampled_from(["temperature", "top_k", "seed", "bogus"]),
-        st.one_of(st.integers(-3, 3), st.floats(-1, 3, allow_nan=False), st.text(max_size=3)), max_size=3)),
-    "output_schema": st.one_of(st.none(), st.sampled_from([{"type": "object"}, {"type": "nope"}, True, 3])),
-    "sub_agents": st.lists(st.sampled_from(["Sub1", "Sub2", "user", "1x"]), max_size=3),
-})
+_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "model": st.one_of(st.none(), st.sampled_from(["gemini-3.1-flash-lite", "bad model", ""]), st.integers()),
+        "instruction": st.one_of(st.none(), st.text(max_size=20), st.integers()),
+        "description": st.one_of(st.text(max_size=10), st.integers()),
+        "output_key": st.one_of(st.none(), st.text(max_size=5), st.integers()),
+        "generate_content_config": st.one_of(
+            st.none(),
+            st.dictionaries(
+                st.sampled_from(["temperature", "top_k", "seed", "bogus"]),
+                st.one_of(st.integers(-3, 3), st.floats(-1, 3, allow_nan=False), st.text(max_size=3)),
+                max_size=3,
+            ),
+        ),
+        "output_schema": st.one_of(st.none(), st.sampled_from([{"type": "object"}, {"type": "nope"}, True, 3])),
+        "sub_agents": st.lists(st.sampled_from(["Sub1", "Sub2", "user", "1x"]), max_size=3),
+    },
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -149,8 +192,14 @@ def test_a_value_is_valid_exactly_when_its_dict_config_is(name: str, fields: dic
     else:
         expected = None
         assert build_spec(name, agent.config(), agent.tools).name == name
-    config = {**PROVIDER, **{{"instruction": "instructions", "generate_content_config": "generation_config"}
-                             .get(k, k): v for k, v in fields.items() if v is not None}}
+    config = {
+        **PROVIDER,
+        **{
+            {"instruction": "instructions", "generate_content_config": "generation_config"}.get(k, k): v
+            for k, v in fields.items()
+            if v is not None
+        },
+    }
     try:
         build_spec(name, config)
         if not config.get("sub_agents") or len(set(config["sub_agents"])) == len(config["sub_agents"]):
@@ -164,14 +213,23 @@ def test_a_value_is_valid_exactly_when_its_dict_config_is(name: str, fields: dic
 
 
 def test_spawn_agent_spawns_the_sub_agent_values_first_and_routes_by_their_description(
-        system: ActorSystemHandle, emu: Emulator) -> None:
+    system: ActorSystemHandle, emu: Emulator
+) -> None:
     emu.set_script(SCRIPT)
     specialist, coordinator = unique("SearchSpecialist"), unique("Coordinator")
     try:
-        helper = Agent(name=specialist, description="Researches Erlang and OTP topics",
-                       instruction="Research the requested Erlang topic.", provider_config=_provider(emu))
-        root = Agent(name=coordinator, instruction="Delegate research tasks to the specialist.",
-                     sub_agents=[helper], provider_config=_provider(emu))
+        helper = Agent(
+            name=specialist,
+            description="Researches Erlang and OTP topics",
+            instruction="Research the requested Erlang topic.",
+            provider_config=_provider(emu),
+        )
+        root = Agent(
+            name=coordinator,
+            instruction="Delegate research tasks to the specialist.",
+            sub_agents=[helper],
+            provider_config=_provider(emu),
+        )
         ref = spawn_agent(root, system=system)
         assert ref.name == coordinator
         assert describe_agent(specialist, system=system)["sub_agents"] == []
@@ -188,9 +246,14 @@ def test_a_failed_spawn_of_a_tree_stops_the_agents_it_started(system: ActorSyste
     first, second, root = unique("First"), unique("Second"), unique("Root")
     try:
         spawn_agent(second, _provider(emu), system=system)  # already running: the tree's second spawn fails
-        tree = Agent(name=root, sub_agents=[Agent(name=first, provider_config=_provider(emu)),
-                                            Agent(name=second, provider_config=_provider(emu))],
-                     provider_config=_provider(emu))
+        tree = Agent(
+            name=root,
+            sub_agents=[
+                Agent(name=first, provider_config=_provider(emu)),
+                Agent(name=second, provider_config=_provider(emu)),
+            ],
+            provider_config=_provider(emu),
+        )
         with pytest.raises(AgentError) as info:
             spawn_agent(tree, system=system)
         assert info.value.reason == "already_started" and info.value.details["name"] == second
@@ -216,7 +279,8 @@ def test_spawn_agent_with_a_value_takes_no_config_or_tools(system: ActorSystemHa
 
 
 def test_a_runner_spawns_a_value_that_is_not_running_and_reuses_one_that_is(
-        system: ActorSystemHandle, emu: Emulator) -> None:
+    system: ActorSystemHandle, emu: Emulator
+) -> None:
     svc = ActorSessionService(system=system)
     name = unique("RunnerValue")
     agent = Agent(name=name, instruction="Be concise.", output_key="answer", provider_config=_provider(emu))

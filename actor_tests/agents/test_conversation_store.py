@@ -18,8 +18,9 @@ from adk_actors.sessions import InMemorySessionService, SqlSessionService, defau
 from .conftest import Spawner, config_for, make_spawner, unique
 
 
-def test_the_conversation_survives_a_respawn(system: ActorSystemHandle, emu: Emulator, spawn: Spawner,
-                                             tmp_path: Path) -> None:
+def test_the_conversation_survives_a_respawn(
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner, tmp_path: Path
+) -> None:
     store = SqlSessionService(f"sqlite:///{tmp_path / 'sessions.db'}").open()
     name = unique("Persistent")
     config = config_for(emu, session_id="conv-1", session_service=store)
@@ -52,7 +53,8 @@ def test_session_id_needs_a_shared_store() -> None:
 
 
 def test_with_a_sql_session_backend_the_nodes_store_is_used(
-        make_system: Callable[..., ActorSystemHandle], emu: Emulator) -> None:
+    make_system: Callable[..., ActorSystemHandle], emu: Emulator
+) -> None:
     sql_system = make_system(session_backend="sql")
     spawn, cleanup = make_spawner(sql_system)
     try:
@@ -65,16 +67,16 @@ def test_with_a_sql_session_backend_the_nodes_store_is_used(
         cleanup()
 
 
-def test_with_the_memory_backend_the_nodes_store_actor_keeps_the_conversation(
-        emu: Emulator, tmp_path: Path) -> None:
+def test_with_the_memory_backend_the_nodes_store_actor_keeps_the_conversation(emu: Emulator, tmp_path: Path) -> None:
     import adk_actors
     from adk_actors.settings import Settings
     from adk_actors.testing import reserved_port
 
     from ..conftest import _started
 
-    settings = Settings.from_dict({"admin_port": reserved_port(), "data_dir": str(tmp_path), "hosts": 2,
-                                   "workers": 2, "start_timeout_s": 30.0})
+    settings = Settings.from_dict(
+        {"admin_port": reserved_port(), "data_dir": str(tmp_path), "hosts": 2, "workers": 2, "start_timeout_s": 30.0}
+    )
     node = adk_actors.start(settings)  # the node composition: it runs the in-memory session store actor
     _started.append(node)
     try:

@@ -33,9 +33,15 @@ def test_a_missing_key_fails_with_its_name_only() -> None:
     assert "secret value" not in str(info.value)
 
 
-@pytest.mark.parametrize(("text", "reason"), [("{api_key}", "secret_state_key"), ("{user:token}", "secret_state_key"),
-                                              ("{app:client_secret}", "secret_state_key"),
-                                              ("see {artifact.reports/summary.txt}", "unsupported_placeholder")])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("{api_key}", "secret_state_key"),
+        ("{user:token}", "secret_state_key"),
+        ("{app:client_secret}", "secret_state_key"),
+        ("see {artifact.reports/summary.txt}", "unsupported_placeholder"),
+    ],
+)
 def test_secret_like_keys_and_artifact_placeholders_are_rejected_at_spawn(text: str, reason: str) -> None:
     with pytest.raises(ConfigError) as info:
         check_template(text, "instructions")
@@ -50,7 +56,8 @@ def _system_text(request: dict) -> str:
 
 
 def test_instructions_are_rendered_from_the_invocation_state(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     agent = spawn(unique("Templated"), config_for(emu, instructions="Answer {user:name} concisely."))
     assert invoke(agent, "hi", state={"user:name": "Ada"}, system=system) == "You said: hi"
     assert "Answer Ada concisely." in _system_text(emu.requests[-1])
@@ -60,18 +67,31 @@ def test_instructions_are_rendered_from_the_invocation_state(
 
 
 def test_the_root_global_instruction_and_state_cross_delegation_and_the_childs_own_global_is_ignored(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
-    emu.set_script({"rules": [
-        {"when": {"system_text_contains": "Coordinate", "has_function_response": False, "tool_declared": "Child*"},
-         "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]}},
-        {"when": {"has_function_response": True}, "respond": {"text": "done: {response_text}"}},
-        {"when": {}, "respond": {"text": "child: {user_text}"}}]})
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {
+                        "system_text_contains": "Coordinate",
+                        "has_function_response": False,
+                        "tool_declared": "Child*",
+                    },
+                    "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]},
+                },
+                {"when": {"has_function_response": True}, "respond": {"text": "done: {response_text}"}},
+                {"when": {}, "respond": {"text": "child: {user_text}"}},
+            ]
+        }
+    )
     child = unique("Child")
     spawn(child, config_for(emu, global_instruction="CHILD-GLOBAL", instructions="Help {user:name}."))
-    root = spawn(unique("Root"), config_for(emu, global_instruction="Team of {app:team}.",
-                                            instructions="Coordinate.", sub_agents=[child]))
-    assert invoke(root, "task", state={"user:name": "Ada", "app:team": "OTP"},
-                  system=system) == "done: child: task"
+    root = spawn(
+        unique("Root"),
+        config_for(emu, global_instruction="Team of {app:team}.", instructions="Coordinate.", sub_agents=[child]),
+    )
+    assert invoke(root, "task", state={"user:name": "Ada", "app:team": "OTP"}, system=system) == "done: child: task"
     child_request = next(r for r in emu.requests if "Help Ada." in _system_text(r))
     assert "Team of OTP." in _system_text(child_request) and "CHILD-GLOBAL" not in _system_text(child_request)
     # Invoked on its own, the child is a root again and uses its own global instruction.
@@ -81,13 +101,20 @@ def test_the_root_global_instruction_and_state_cross_delegation_and_the_childs_o
 
 def test_tools_see_the_invocation_scope_and_state(system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
     agent = spawn(unique("Scoped"), config_for(emu), [FunctionTool(whoami, name="get_weather")])
-    answer = invoke(agent, "What is the weather in Oslo?", scope={"app_name": "a", "user_id": "u", "session_id": "s"},
-                    state={"user:name": "Ada"}, system=system, timeout=30)
+    answer = invoke(
+        agent,
+        "What is the weather in Oslo?",
+        scope={"app_name": "a", "user_id": "u", "session_id": "s"},
+        state={"user:name": "Ada"},
+        system=system,
+        timeout=30,
+    )
     assert answer == "The weather in Oslo is agent_is_set: True, city: Oslo, session: s, user: Ada."
 
 
 def test_dynamic_instruction_providers_run_in_workers_with_the_scope(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     name = unique("Dynamic")
     agent = spawn(name, config_for(emu, instructions=greeting_provider))
     invoke(agent, "hi", state={"user:name": "Ada", "api_key": "SECRET"}, system=system)
@@ -104,17 +131,33 @@ def test_dynamic_instruction_providers_run_in_workers_with_the_scope(
 
 
 def test_a_dynamic_root_global_instruction_is_resolved_for_each_delegated_agent(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
-    emu.set_script({"rules": [
-        {"when": {"system_text_contains": "Coordinate", "has_function_response": False, "tool_declared": "Kid*"},
-         "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]}},
-        {"when": {"has_function_response": True}, "respond": {"text": "done: {response_text}"}},
-        {"when": {}, "respond": {"text": "child: {user_text}"}}]})
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {
+                        "system_text_contains": "Coordinate",
+                        "has_function_response": False,
+                        "tool_declared": "Kid*",
+                    },
+                    "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]},
+                },
+                {"when": {"has_function_response": True}, "respond": {"text": "done: {response_text}"}},
+                {"when": {}, "respond": {"text": "child: {user_text}"}},
+            ]
+        }
+    )
     child = unique("Kid")
     spawn(child, config_for(emu, instructions="Help."))
-    root = spawn(unique("Root"), config_for(emu, global_instruction=team_provider, instructions="Coordinate.",
-                                            sub_agents=[child]))
-    assert invoke(root, "task", scope={"session_id": "s-7", "app_name": "a", "user_id": "u"},
-                  system=system) == "done: child: task"
+    root = spawn(
+        unique("Root"),
+        config_for(emu, global_instruction=team_provider, instructions="Coordinate.", sub_agents=[child]),
+    )
+    assert (
+        invoke(root, "task", scope={"session_id": "s-7", "app_name": "a", "user_id": "u"}, system=system)
+        == "done: child: task"
+    )
     texts = [_system_text(r) for r in emu.requests]
     assert all("Team root for s-7." in t for t in texts) and len(texts) == 3

@@ -67,7 +67,8 @@ def _run(settings: Settings, emus: dict[str, Emulator], **start_kwargs: str) -> 
 
 @pytest.mark.parametrize("source", [_file_source, _env_source, _start_source], ids=["adk_toml", "env", "settings"])
 def test_the_node_setting_beats_gemini_base_url_and_the_agent_config_beats_both(
-        source: Source, emus: dict[str, Emulator], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source: Source, emus: dict[str, Emulator], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GEMINI_BASE_URL", emus["env"].base_url)  # inherited by the node's processes
     settings = source(tmp_path, emus["node"].base_url, monkeypatch)
     assert settings.gemini_base_url == emus["node"].base_url
@@ -82,7 +83,8 @@ def test_start_keyword_sets_the_node_base_url(emus: dict[str, Emulator], tmp_pat
 
 
 def test_without_a_node_setting_gemini_base_url_is_used(
-        emus: dict[str, Emulator], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    emus: dict[str, Emulator], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GEMINI_BASE_URL", emus["env"].base_url)
     settings = Settings.from_dict(_base(tmp_path))
     assert settings.gemini_base_url == ""

@@ -25,8 +25,10 @@ from .support import get_weather
 BIG = "x" * (12 * 1024 * 1024)
 RULES = [
     {"when": {"user_text_equals": "big"}, "respond": {"text": BIG}},
-    {"when": {"user_text_equals": "nul", "has_function_response": False},
-     "respond": {"function_calls": [{"name": "get_weather", "args": {"city": "Tok\u0000yo"}}]}},
+    {
+        "when": {"user_text_equals": "nul", "has_function_response": False},
+        "respond": {"function_calls": [{"name": "get_weather", "args": {"city": "Tok\u0000yo"}}]},
+    },
     {"when": {"user_text_equals": "slow"}, "respond": {"text": "slow answer", "delay_ms": 1500}},
 ]
 
@@ -43,7 +45,8 @@ def _inner_entry(system: ActorSystemHandle, name: str) -> dict[str, Any] | None:
 @pytest.mark.parametrize("bad", ["big", "nul"])
 @pytest.mark.parametrize("surface", ["runner", "invoke"])
 def test_hostile_model_output_fails_the_turn_not_the_agent_or_its_neighbours(
-        system: ActorSystemHandle, spawn: Spawner, surface: str, bad: str) -> None:
+    system: ActorSystemHandle, spawn: Spawner, surface: str, bad: str
+) -> None:
     name = unique("robust")
     with Emulator(script={"rules": RULES}) as emu:
         agent = spawn(name, config_for(emu), [FunctionTool(get_weather)])
@@ -52,8 +55,9 @@ def test_hostile_model_output_fails_the_turn_not_the_agent_or_its_neighbours(
         def run(session: str, text: str) -> Any:
             if surface == "runner":
                 return runner.run("u", session, text)
-            return invoke(agent, text, scope={"app_name": "robust_app", "user_id": "u", "session_id": session},
-                          system=system)
+            return invoke(
+                agent, text, scope={"app_name": "robust_app", "user_id": "u", "session_id": session}, system=system
+            )
 
         with ThreadPoolExecutor(5) as pool:
             neighbours = [pool.submit(run, f"n{i}", "slow") for i in range(4)]
@@ -80,6 +84,7 @@ def test_a_run_timeout_past_any_deadline_is_a_config_error(system: ActorSystemHa
         with pytest.raises(ConfigError) as info:
             Runner(agent, "robust_app", ActorSessionService(system=system), system=system, run_timeout=10**5000)
         assert info.value.reason == "invalid_value" and info.value.details["key"] == "run_timeout"
-        runner = Runner(agent, "robust_app", ActorSessionService(system=system), system=system,
-                        run_timeout=365 * 86400 * 1000)
+        runner = Runner(
+            agent, "robust_app", ActorSessionService(system=system), system=system, run_timeout=365 * 86400 * 1000
+        )
         assert runner.run("u", "s-long", "hi") == "You said: hi"

@@ -30,13 +30,16 @@ def _contents(request: dict) -> list[dict]:
 
 
 def test_history_policy_exclude_under_a_runner_sends_only_the_current_invocations_events(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, svc: ActorSessionService) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner, svc: ActorSessionService
+) -> None:
     forgetful = spawn(unique("Forgetful"), config_for(emu, history_policy="exclude"), [FunctionTool(get_weather)])
     runner = Runner(forgetful, APP, svc, system=system)
     sid = unique("s")
     assert runner.run(USER, sid, "one") == "You said: one"
-    assert runner.run(USER, sid, "What is the weather in Tokyo?") == \
-        "The weather in Tokyo is city: Tokyo, forecast: sunny."
+    assert (
+        runner.run(USER, sid, "What is the weather in Tokyo?")
+        == "The weather in Tokyo is city: Tokyo, forecast: sunny."
+    )
     # The second invocation's two model calls: its input, then its input, its call and the tool's answer.
     call, answer = emu.requests[-2:]
     assert [len(_contents(call)), len(_contents(answer))] == [1, 3]
@@ -55,14 +58,17 @@ SCRIPT = {"rules": DELEGATION_RULES}
 
 @pytest.mark.parametrize("as_tool", [False, True], ids=["sub_agent", "agent_tool"])
 def test_a_delegated_agents_output_key_is_committed_to_the_runners_session(
-        as_tool: bool, system: ActorSystemHandle, emu: Emulator, spawn: Spawner, svc: ActorSessionService) -> None:
+    as_tool: bool, system: ActorSystemHandle, emu: Emulator, spawn: Spawner, svc: ActorSessionService
+) -> None:
     emu.set_script(SCRIPT)
     specialist = unique("SearchSpecialist")
     spawn(specialist, config_for(emu, instructions="Research the requested topic.", output_key="research"))
     delegation = {"sub_agents": [specialist]} if not as_tool else {}
-    coordinator = spawn(unique("Coordinator"), config_for(emu, instructions="Delegate research tasks.",
-                                                          output_key="summary", **delegation),
-                        [AgentTool(specialist)] if as_tool else [])
+    coordinator = spawn(
+        unique("Coordinator"),
+        config_for(emu, instructions="Delegate research tasks.", output_key="summary", **delegation),
+        [AgentTool(specialist)] if as_tool else [],
+    )
     sid = unique("s")
     answer = Runner(coordinator, APP, svc, system=system).run(USER, sid, "supervision trees")
     assert answer == "Coordinator summary: Research notes on supervision trees"
@@ -71,5 +77,7 @@ def test_a_delegated_agents_output_key_is_committed_to_the_runners_session(
     assert session.state["summary"] == answer
     # The child's value went in with the round's tool event, the coordinator's own with the final event.
     deltas = [(e.author, dict(e.actions.state_delta)) for e in session.events if e.actions.state_delta]
-    assert deltas == [(coordinator.name, {"research": "Research notes on supervision trees"}),
-                      (coordinator.name, {"summary": answer})]
+    assert deltas == [
+        (coordinator.name, {"research": "Research notes on supervision trees"}),
+        (coordinator.name, {"summary": answer}),
+    ]

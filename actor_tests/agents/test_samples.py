@@ -13,18 +13,30 @@ ROOT = Path(__file__).resolve().parents[2]
 
 EXPECTED = {
     "agent_quickstart.py": ["The weather in Tokyo is city: Tokyo, forecast: sunny."],
-    "agent_delegation.py": ["OTP is Erlang's toolkit of behaviours.",
-                            "['You said: note 0', 'You said: note 1', 'You said: note 2']"],
-    "agent_workflows.py": ["pipeline=In short: [fr] Erlang processes are lightweight. "
-                           "parallel=[('Translator', '[fr] Explain OTP.'), ('Summarizer', 'In short: Explain OTP.')]",
-                           "Processes spawn light, / supervisors mend the night."],
-    "agent_sub_agents.py": ["Coordinator: Notes on 'Research supervision trees.': supervisors restart failed children.",
-                            "response=Notes on 'Explain rest_for_one.': supervisors restart failed children."],
-    "agent_callbacks.py": ["0 tools", "after_model: You said: Say hello.",
-                           "events: agent.prompt.start agent.prompt.stop", "agent=TelemetryAgent duration_ms="],
-    "agent_contracts.py": ["Supervisors restart children by strategy.",
-                           'user:last_answer = {"answer": "Supervisors restart children by strategy."}',
-                           "rejected before the provider: invalid_input"],
+    "agent_delegation.py": [
+        "OTP is Erlang's toolkit of behaviours.",
+        "['You said: note 0', 'You said: note 1', 'You said: note 2']",
+    ],
+    "agent_workflows.py": [
+        "pipeline=In short: [fr] Erlang processes are lightweight. "
+        "parallel=[('Translator', '[fr] Explain OTP.'), ('Summarizer', 'In short: Explain OTP.')]",
+        "Processes spawn light, / supervisors mend the night.",
+    ],
+    "agent_sub_agents.py": [
+        "Coordinator: Notes on 'Research supervision trees.': supervisors restart failed children.",
+        "response=Notes on 'Explain rest_for_one.': supervisors restart failed children.",
+    ],
+    "agent_callbacks.py": [
+        "0 tools",
+        "after_model: You said: Say hello.",
+        "events: agent.prompt.start agent.prompt.stop",
+        "agent=TelemetryAgent duration_ms=",
+    ],
+    "agent_contracts.py": [
+        "Supervisors restart children by strategy.",
+        'user:last_answer = {"answer": "Supervisors restart children by strategy."}',
+        "rejected before the provider: invalid_input",
+    ],
 }
 
 

@@ -48,8 +48,13 @@ def test_unknown_top_level_and_nested_keys_are_rejected() -> None:
 
 
 def test_agent_keys_are_validated() -> None:
-    for key, value in [("history_policy", "forget"), ("output_key", ""), ("description", 3), ("callbacks", "m"),
-                       ("callback_config", [1])]:
+    for key, value in [
+        ("history_policy", "forget"),
+        ("output_key", ""),
+        ("description", 3),
+        ("callbacks", "m"),
+        ("callback_config", [1]),
+    ]:
         with pytest.raises(ConfigError) as info:
             build_spec("A", {**BASE, key: value})
         assert info.value.reason == "invalid_value" and info.value.details["key"] == key
@@ -59,8 +64,14 @@ def test_callbacks_must_import_and_their_hooks_are_found_at_spawn() -> None:
     with pytest.raises(ConfigError) as info:
         build_spec("A", {**BASE, "callbacks": ["no_such_module_xyz"]})
     assert info.value.reason == "invalid_callback" and info.value.details == {"callback": "no_such_module_xyz"}
-    spec = build_spec("A", {**BASE, "callbacks": ["actor_tests.agents.callbacks_for_tests:Audit"],
-                            "callback_config": {"journal": "/tmp/x", "api_key": "SECRET"}})
+    spec = build_spec(
+        "A",
+        {
+            **BASE,
+            "callbacks": ["actor_tests.agents.callbacks_for_tests:Audit"],
+            "callback_config": {"journal": "/tmp/x", "api_key": "SECRET"},
+        },
+    )
     assert spec.callback_hooks == ("before_model", "after_model", "before_tool", "after_tool")
     assert spec.callback_config == {"journal": "/tmp/x", "api_key": "[REDACTED]"}  # secret-named keys pruned
 
@@ -98,8 +109,11 @@ def test_an_agent_cannot_be_its_own_sub_agent() -> None:
 
 
 def test_spec_is_picklable_and_never_shows_the_api_key() -> None:
-    spec = build_spec("A", {**BASE, "sub_agents": {"B": {"agent": "B", "description": "helps"}}},
-                      [FunctionTool(get_weather, parallel_safe=True), AgentTool("C", description="see C")])
+    spec = build_spec(
+        "A",
+        {**BASE, "sub_agents": {"B": {"agent": "B", "description": "helps"}}},
+        [FunctionTool(get_weather, parallel_safe=True), AgentTool("C", description="see C")],
+    )
     copy = pickle.loads(pickle.dumps(spec))
     assert copy.name == "A" and [t.name for t in copy.tools] == ["get_weather", "C"]
     assert "SECRET" not in repr(spec) and "SECRET" not in repr(spec.model_config)
@@ -110,9 +124,15 @@ def test_spec_is_picklable_and_never_shows_the_api_key() -> None:
 
 
 def test_confirmation_flags_compile_to_always_never_or_dynamic() -> None:
-    spec = build_spec("A", BASE, [FunctionTool(get_weather, requires_confirmation=True),
-                                  FunctionTool(explode),
-                                  FunctionTool(get_weather, name="gated", requires_confirmation=lambda a, c: True)])
+    spec = build_spec(
+        "A",
+        BASE,
+        [
+            FunctionTool(get_weather, requires_confirmation=True),
+            FunctionTool(explode),
+            FunctionTool(get_weather, name="gated", requires_confirmation=lambda a, c: True),
+        ],
+    )
     assert [t.confirmation for t in spec.tools] == ["always", "never", "dynamic"]
 
 
@@ -141,13 +161,16 @@ def test_check_tree_counts_a_valid_tree() -> None:
     assert check_tree("R", ["A", "B"], _tree({"A": ["C"], "B": ["D"]})) == 5
 
 
-@pytest.mark.parametrize(("children", "edges", "reason"), [
-    (["R"], {}, "self_reference"),
-    (["A"], {"A": ["A"]}, "self_reference"),
-    (["A"], {"A": ["B"], "B": ["R"]}, "agent_cycle"),
-    (["A"], {"A": ["B"], "B": ["A"]}, "agent_cycle"),
-    (["A", "B"], {"A": ["C"], "B": ["C"]}, "duplicate_ownership"),
-])
+@pytest.mark.parametrize(
+    ("children", "edges", "reason"),
+    [
+        (["R"], {}, "self_reference"),
+        (["A"], {"A": ["A"]}, "self_reference"),
+        (["A"], {"A": ["B"], "B": ["R"]}, "agent_cycle"),
+        (["A"], {"A": ["B"], "B": ["A"]}, "agent_cycle"),
+        (["A", "B"], {"A": ["C"], "B": ["C"]}, "duplicate_ownership"),
+    ],
+)
 def test_check_tree_rejects_bad_shapes(children: list[str], edges: dict[str, list[str]], reason: str) -> None:
     with pytest.raises(AgentError) as info:
         check_tree("R", children, _tree(edges))

@@ -26,14 +26,20 @@ SCRIPT = {"rules": [*DELEGATION_RULES, {"when": {}, "respond": {"text": "You sai
 
 def _pair(emu: Emulator, spawn: Spawner, specialist: str, coordinator: str) -> None:
     spawn(specialist, config_for(emu, instructions="Research the requested Erlang topic."))
-    spawn(coordinator, config_for(
-        emu, global_instruction="You are part of the Erlang documentation team.",
-        instructions="Delegate research tasks to the specialist.",
-        sub_agents={specialist: {"agent": specialist, "description": "Researches Erlang and OTP topics"}}))
+    spawn(
+        coordinator,
+        config_for(
+            emu,
+            global_instruction="You are part of the Erlang documentation team.",
+            instructions="Delegate research tasks to the specialist.",
+            sub_agents={specialist: {"agent": specialist, "description": "Researches Erlang and OTP topics"}},
+        ),
+    )
 
 
 def test_a_coordinator_calls_its_sub_agent_as_a_function(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     emu.set_script(SCRIPT)
     specialist, coordinator = unique("SearchSpecialist"), unique("Coordinator")
     _pair(emu, spawn, specialist, coordinator)
@@ -54,34 +60,46 @@ def test_a_coordinator_calls_its_sub_agent_as_a_function(
 
 
 def test_agent_tool_invokes_its_agent_from_a_model_and_directly(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     emu.set_script(SCRIPT)
     specialist = unique("SearchSpecialist")
     spawn(specialist, config_for(emu, instructions="Research the requested Erlang topic."))
     tool = AgentTool(specialist, description="Researches Erlang and OTP topics")
     user = spawn(unique("ToolUser"), config_for(emu, instructions="Delegate research tasks."), [tool])
-    assert prompt(user, "rest_for_one", system=system, timeout=30) == \
-        "Coordinator summary: Research notes on rest_for_one"
+    assert (
+        prompt(user, "rest_for_one", system=system, timeout=30) == "Coordinator summary: Research notes on rest_for_one"
+    )
 
 
 def test_agent_tool_execute_works_outside_an_agent(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, monkeypatch: pytest.MonkeyPatch) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner, monkeypatch: pytest.MonkeyPatch
+) -> None:
     emu.set_script(SCRIPT)
     specialist = unique("SearchSpecialist")
     spawn(specialist, config_for(emu, instructions="Research the requested Erlang topic."))
     import adk_actors.agents.api as api
 
     monkeypatch.setattr(api, "current_system", lambda: system)
-    assert AgentTool(specialist).execute({"prompt": "Explain rest_for_one."}) == \
-        "Research notes on Explain rest_for_one."
+    assert (
+        AgentTool(specialist).execute({"prompt": "Explain rest_for_one."}) == "Research notes on Explain rest_for_one."
+    )
 
 
 def test_delegation_cycles_are_rejected_at_invocation_time(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
-    emu.set_script({"rules": [
-        {"when": {"has_function_response": False, "tool_declared": "Cyc*"},
-         "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]}},
-        {"when": {"has_function_response": True}, "respond": {"text": "got {response_text}"}}]})
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"has_function_response": False, "tool_declared": "Cyc*"},
+                    "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]},
+                },
+                {"when": {"has_function_response": True}, "respond": {"text": "got {response_text}"}},
+            ]
+        }
+    )
     a, b = unique("CycA"), unique("CycB")
     spawn(b, config_for(emu), [AgentTool(a)])
     spawn(a, config_for(emu), [AgentTool(b)])
@@ -90,7 +108,8 @@ def test_delegation_cycles_are_rejected_at_invocation_time(
 
 
 def test_invocation_time_depth_64_runs_and_depth_65_is_refused_before_the_provider(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     # What a delegating agent sends: the ancestry of an agent at depth 64 names 64 agents, root first.
     agent = spawn(unique("Deep"), config_for(emu))
     ancestry = tuple(f"Level{i}" for i in range(MAX_TREE_DEPTH))
@@ -102,7 +121,8 @@ def test_invocation_time_depth_64_runs_and_depth_65_is_refused_before_the_provid
 
 
 def test_spawn_rejects_an_unresponsive_tree_and_duplicate_ownership(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     with pytest.raises(AgentError) as info:
         spawn_agent(unique("Orphan"), config_for(emu, sub_agents=[unique("NotSpawned")]), system=system)
     assert info.value.reason == "tree_unresponsive"
@@ -124,7 +144,8 @@ def _names_on_different_hosts(system: ActorSystemHandle) -> tuple[str, str]:
 
 
 def test_a_sub_agent_whose_host_is_sigkilled_is_found_again_after_its_restart(
-        fresh_system: ActorSystemHandle, emu: Emulator) -> None:
+    fresh_system: ActorSystemHandle, emu: Emulator
+) -> None:
     emu.set_script(SCRIPT)
     spawn, cleanup = make_spawner(fresh_system)
     try:
@@ -143,12 +164,12 @@ def test_a_sub_agent_whose_host_is_sigkilled_is_found_again_after_its_restart(
 
 
 def test_a_stopped_and_respawned_sub_agent_is_resolved_by_name(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     emu.set_script(SCRIPT)
     specialist, coordinator = unique("SearchSpecialist"), unique("Coordinator")
     _pair(emu, spawn, specialist, coordinator)
     assert "Research notes" in prompt(coordinator, "first", system=system, timeout=30)
     stop_agent(specialist, system=system)
     spawn(specialist, config_for(emu, instructions="Research the requested Erlang topic."))
-    assert prompt(coordinator, "second", system=system, timeout=30) == \
-        "Coordinator summary: Research notes on second"
+    assert prompt(coordinator, "second", system=system, timeout=30) == "Coordinator summary: Research notes on second"

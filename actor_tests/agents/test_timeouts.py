@@ -37,7 +37,8 @@ def spawn_short(short_system: ActorSystemHandle) -> Iterator[Spawner]:
 
 
 def test_a_tool_that_hangs_past_its_deadline_is_reported_to_the_model_as_tool_timeout(
-        short_system: ActorSystemHandle, emu: Emulator, spawn_short: Spawner) -> None:
+    short_system: ActorSystemHandle, emu: Emulator, spawn_short: Spawner
+) -> None:
     agent = spawn_short(unique("Hang"), config_for(emu), [FunctionTool(hang, name="get_weather")])
     killed = short_system.ask("workers", GetStatus())["killed"]
     answer = prompt(agent, "What is the weather in Tokyo?", system=short_system, timeout=30)
@@ -49,9 +50,16 @@ def test_a_tool_that_hangs_past_its_deadline_is_reported_to_the_model_as_tool_ti
 
 
 def test_a_model_call_slower_than_agent_call_timeout_fails_with_agent_call_timeout(
-        short_system: ActorSystemHandle, emu: Emulator, spawn_short: Spawner) -> None:
-    emu.set_script({"rules": [{"when": {"user_text_equals": "slow"}, "respond": {"text": "late", "delay_ms": 5000}},
-                              {"when": {}, "respond": {"text": "fast {user_text}"}}]})
+    short_system: ActorSystemHandle, emu: Emulator, spawn_short: Spawner
+) -> None:
+    emu.set_script(
+        {
+            "rules": [
+                {"when": {"user_text_equals": "slow"}, "respond": {"text": "late", "delay_ms": 5000}},
+                {"when": {}, "respond": {"text": "fast {user_text}"}},
+            ]
+        }
+    )
     agent = spawn_short(unique("Slow"), config_for(emu))
     with pytest.raises(AskTimeout) as info:
         prompt(agent, "slow", system=short_system, timeout=30)
@@ -60,10 +68,22 @@ def test_a_model_call_slower_than_agent_call_timeout_fails_with_agent_call_timeo
 
 
 def test_a_turn_whose_rounds_outlast_agent_turn_timeout_fails_with_agent_turn_timeout(
-        short_system: ActorSystemHandle, emu: Emulator, spawn_short: Spawner) -> None:
+    short_system: ActorSystemHandle, emu: Emulator, spawn_short: Spawner
+) -> None:
     # Each model call takes 1 s (inside the 1.5 s call bound); the tool loop never ends on its own.
-    emu.set_script({"rules": [{"when": {}, "respond": {"function_calls": [
-        {"name": "get_weather", "args": {"city": "Tokyo"}}], "delay_ms": 1000}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {},
+                    "respond": {
+                        "function_calls": [{"name": "get_weather", "args": {"city": "Tokyo"}}],
+                        "delay_ms": 1000,
+                    },
+                }
+            ]
+        }
+    )
     agent = spawn_short(unique("Long"), config_for(emu), [FunctionTool(get_weather)])
     with pytest.raises(AskTimeout) as info:
         prompt(agent, "loop forever", system=short_system, timeout=30)
@@ -71,15 +91,28 @@ def test_a_turn_whose_rounds_outlast_agent_turn_timeout_fails_with_agent_turn_ti
 
 
 def test_a_sub_agent_call_slower_than_agent_call_timeout_reaches_the_model_as_agent_call_timeout(
-        short_system: ActorSystemHandle, emu: Emulator, spawn_short: Spawner) -> None:
+    short_system: ActorSystemHandle, emu: Emulator, spawn_short: Spawner
+) -> None:
     # The child's every step is inside the 1.5 s call bound (two 1 s model calls), the whole child call is not.
-    emu.set_script({"rules": [
-        {"when": {"system_text_contains": "Slow child", "has_function_response": False},
-         "respond": {"function_calls": [{"name": "get_weather", "args": {"city": "Oslo"}}], "delay_ms": 1000}},
-        {"when": {"system_text_contains": "Slow child"}, "respond": {"text": "child done", "delay_ms": 1000}},
-        {"when": {"has_function_response": False, "tool_declared": "SlowChild*"},
-         "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]}},
-        {"when": {}, "respond": {"text": "parent got {response_text}"}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"system_text_contains": "Slow child", "has_function_response": False},
+                    "respond": {
+                        "function_calls": [{"name": "get_weather", "args": {"city": "Oslo"}}],
+                        "delay_ms": 1000,
+                    },
+                },
+                {"when": {"system_text_contains": "Slow child"}, "respond": {"text": "child done", "delay_ms": 1000}},
+                {
+                    "when": {"has_function_response": False, "tool_declared": "SlowChild*"},
+                    "respond": {"function_calls": [{"name": "{tool}", "args": {"prompt": "{user_text}"}}]},
+                },
+                {"when": {}, "respond": {"text": "parent got {response_text}"}},
+            ]
+        }
+    )
     child = unique("SlowChild")
     spawn_short(child, config_for(emu, instructions="Slow child."), [FunctionTool(get_weather)])
     parent = spawn_short(unique("Parent"), config_for(emu, sub_agents=[child]))
@@ -88,6 +121,7 @@ def test_a_sub_agent_call_slower_than_agent_call_timeout_reaches_the_model_as_ag
 
 
 # ---- infinity -------------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def endless_system(make_system: Callable[..., ActorSystemHandle]) -> ActorSystemHandle:
@@ -114,7 +148,8 @@ def _host_restarts(system: ActorSystemHandle) -> list[tuple[int, int]]:
 
 
 def test_with_infinite_bounds_failed_turns_run_the_error_hook_and_the_worker_pool_is_not_restarted(
-        endless_system: ActorSystemHandle, emu: Emulator, spawn_endless: Spawner, tmp_path: Path) -> None:
+    endless_system: ActorSystemHandle, emu: Emulator, spawn_endless: Spawner, tmp_path: Path
+) -> None:
     fifo = tmp_path / "errors.fifo"
     os.mkfifo(fifo)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
@@ -122,9 +157,14 @@ def test_with_infinite_bounds_failed_turns_run_the_error_hook_and_the_worker_poo
     pool, hosts = _child(endless_system, "workers"), _host_restarts(endless_system)
     try:
         emu.set_script({"rules": [{"when": {}, "respond": {"fault": {"status": 500}}}]})
-        agent = spawn_endless(unique("Failing"), config_for(emu, callbacks=["actor_tests.agents.callbacks_for_tests:"
-                                                                           "ErrorWatch"],
-                                                            callback_config={"fifo": str(fifo)}))
+        agent = spawn_endless(
+            unique("Failing"),
+            config_for(
+                emu,
+                callbacks=["actor_tests.agents.callbacks_for_tests:ErrorWatch"],
+                callback_config={"fifo": str(fifo)},
+            ),
+        )
         for i in range(3):
             with pytest.raises(ProviderError) as info:
                 prompt(agent, f"hi {i}", system=endless_system, timeout=30)
@@ -140,7 +180,8 @@ def test_with_infinite_bounds_failed_turns_run_the_error_hook_and_the_worker_poo
 
 
 def test_with_infinite_bounds_the_session_id_conversation_is_saved_and_the_host_lives_on(
-        endless_system: ActorSystemHandle, emu: Emulator, spawn_endless: Spawner, tmp_path: Path) -> None:
+    endless_system: ActorSystemHandle, emu: Emulator, spawn_endless: Spawner, tmp_path: Path
+) -> None:
     store = SqlSessionService(f"sqlite:///{tmp_path / 'sessions.db'}").open()
     hosts = _host_restarts(endless_system)
     agent = spawn_endless(unique("Saved"), config_for(emu, session_id="conv-inf", session_service=store))
@@ -151,9 +192,16 @@ def test_with_infinite_bounds_the_session_id_conversation_is_saved_and_the_host_
 
 
 def test_a_provider_call_is_cut_off_when_the_prompts_timeout_passes(
-        endless_system: ActorSystemHandle, emu: Emulator, spawn_endless: Spawner) -> None:
-    emu.set_script({"rules": [{"when": {"user_text_equals": "slow"}, "respond": {"text": "late", "delay_ms": 30000}},
-                              {"when": {}, "respond": {"text": "fast {user_text}"}}]})
+    endless_system: ActorSystemHandle, emu: Emulator, spawn_endless: Spawner
+) -> None:
+    emu.set_script(
+        {
+            "rules": [
+                {"when": {"user_text_equals": "slow"}, "respond": {"text": "late", "delay_ms": 30000}},
+                {"when": {}, "respond": {"text": "fast {user_text}"}},
+            ]
+        }
+    )
     agent = spawn_endless(unique("Impatient"), config_for(emu))
     with pytest.raises(AskTimeout):
         prompt(agent, "slow", system=endless_system, timeout=1.5)

@@ -23,8 +23,10 @@ ECHO = {"when": {}, "respond": {"text": "You said: {user_text}"}}
 
 
 def _calls(name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"when": {"tool_declared": name, "has_function_response": False},
-            "respond": {"function_calls": [{"name": name, "args": args or {}}]}}
+    return {
+        "when": {"tool_declared": name, "has_function_response": False},
+        "respond": {"function_calls": [{"name": name, "args": args or {}}]},
+    }
 
 
 def exit_loop_tool() -> FunctionTool:
@@ -64,7 +66,11 @@ def test_an_escalating_reviewer_ends_the_loop(system: ActorSystemHandle, emu: Em
 
 
 def test_escalate_and_transfer_reach_the_runners_tool_event(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, svc: ActorSessionService) -> None:  # noqa: F811
+    system: ActorSystemHandle,
+    emu: Emulator,
+    spawn: Spawner,
+    svc: ActorSessionService,  # noqa: F811 - the fixture
+) -> None:
     specialist = unique("Specialist")
     spawn(specialist, config_for(emu))
     emu.set_script({"rules": [_calls("exit_loop"), _calls("hand_off"), AFTER, ECHO]})
@@ -72,8 +78,11 @@ def test_escalate_and_transfer_reach_the_runners_tool_event(
     spawn(reviewer, config_for(emu), [exit_loop_tool()])
     sid = unique("s")
     assert Runner(reviewer, "actions", svc, system=system).run("u1", sid, "review") == "Tool said: True"
-    [tool_event] = [e for e in read_events(svc, "actions", "u1", sid)
-                    if e.content is not None and any(p.type == "function_response" for p in e.content.parts)]
+    [tool_event] = [
+        e
+        for e in read_events(svc, "actions", "u1", sid)
+        if e.content is not None and any(p.type == "function_response" for p in e.content.parts)
+    ]
     assert tool_event.actions.escalate is True and tool_event.actions.transfer_to_agent is None
 
     coordinator = unique("Coordinator")
@@ -81,19 +90,24 @@ def test_escalate_and_transfer_reach_the_runners_tool_event(
     sid = unique("s")
     assert Runner(coordinator, "actions", svc, system=system).run("u1", sid, "help me") == "You said: help me"
     events = read_events(svc, "actions", "u1", sid)
-    [tool_event] = [e for e in events
-                    if e.content is not None and any(p.type == "function_response" for p in e.content.parts)]
+    [tool_event] = [
+        e for e in events if e.content is not None and any(p.type == "function_response" for p in e.content.parts)
+    ]
     assert tool_event.actions.transfer_to_agent == specialist and tool_event.actions.escalate is False
     assert events[-1].is_final and events[-1].author == specialist and events[-1].text() == "You said: help me"
 
 
 def test_transfer_to_agent_hands_the_turn_to_the_sub_agent(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     specialist = unique("Specialist")
     spawn(specialist, config_for(emu))
     emu.set_script({"rules": [_calls("hand_off"), AFTER, ECHO]})
-    coordinator = spawn(unique("Coordinator"), config_for(emu, sub_agents={specialist: {"agent": specialist}}),
-                        [hand_off_tool(specialist)])
+    coordinator = spawn(
+        unique("Coordinator"),
+        config_for(emu, sub_agents={specialist: {"agent": specialist}}),
+        [hand_off_tool(specialist)],
+    )
     assert prompt(coordinator, "help me", system=system, timeout=30) == "You said: help me"
     assert agent_history(coordinator, system=system)[-1]["role"] == "model"
 
@@ -103,10 +117,20 @@ def test_transfer_to_agent_hands_the_turn_to_the_sub_agent(
 
 
 def test_a_tool_that_invokes_its_own_agent_cannot_reset_cycle_protection(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
-    emu.set_script({"rules": [
-        {"when": {"user_text_equals": "go", "has_function_response": False},
-         "respond": {"function_calls": [{"name": "reenter", "args": {}}]}}, AFTER, ECHO]})
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"user_text_equals": "go", "has_function_response": False},
+                    "respond": {"function_calls": [{"name": "reenter", "args": {}}]},
+                },
+                AFTER,
+                ECHO,
+            ]
+        }
+    )
     agent = spawn(unique("Reentrant"), config_for(emu), [reenter_tool()])
     answer = prompt(agent, "go", system=system, timeout=40)
     assert "agent_cycle" in answer and "nested" not in answer

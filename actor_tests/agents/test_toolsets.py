@@ -23,8 +23,10 @@ from adk_actors.tools import FunctionTool, Toolset
 
 from .conftest import Spawner, config_for, unique
 
-LOOKUP = {"when": {"has_function_response": False},
-          "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Paris"}}]}}
+LOOKUP = {
+    "when": {"has_function_response": False},
+    "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Paris"}}]},
+}
 AFTER = {"when": {"has_function_response": True}, "respond": {"text": "Tool said: {response_text}"}}
 
 
@@ -64,7 +66,8 @@ def _declared(request: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_a_toolset_whose_catalog_changes_mid_session_fails_closed_until_refreshed(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, backend: tuple[Path, CrossProcessCounter]) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner, backend: tuple[Path, CrossProcessCounter]
+) -> None:
     path, loads = backend
     emu.set_script({"rules": [LOOKUP, AFTER]})
     remote = Toolset.dynamic("remote", remote_catalog(path, loads))
@@ -89,17 +92,24 @@ def test_a_toolset_whose_catalog_changes_mid_session_fails_closed_until_refreshe
     assert refreshed is not remote and refreshed.version != remote.version
     stop_agent(agent, system=system)
     replacement = spawn(unique("Toolsetter"), config_for(emu), [refreshed])
-    emu.set_script({"rules": [
-        {"when": {"has_function_response": False},
-         "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Paris", "units": "metric"}}]}},
-        AFTER]})
-    assert prompt(replacement, "now?", system=system, timeout=30) == \
-        "Tool said: city: Paris, units: metric, version: 2"
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"has_function_response": False},
+                    "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Paris", "units": "metric"}}]},
+                },
+                AFTER,
+            ]
+        }
+    )
+    assert prompt(replacement, "now?", system=system, timeout=30) == "Tool said: city: Paris, units: metric, version: 2"
     assert "units" in json.dumps(_declared(emu.requests[-2]))
 
 
 def test_names_collide_across_tools_toolsets_and_sub_agents(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, backend: tuple[Path, CrossProcessCounter]) -> None:
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner, backend: tuple[Path, CrossProcessCounter]
+) -> None:
     path, loads = backend
     remote = Toolset.dynamic("remote", remote_catalog(path, loads))
 
@@ -122,15 +132,24 @@ def test_names_collide_across_tools_toolsets_and_sub_agents(
 
 
 def test_runtime_policy_runs_before_the_toolset_is_materialized(
-        system: ActorSystemHandle, emu: Emulator, spawn: Spawner, svc: ActorSessionService,  # noqa: F811
-        backend: tuple[Path, CrossProcessCounter]) -> None:
+    system: ActorSystemHandle,
+    emu: Emulator,
+    spawn: Spawner,
+    svc: ActorSessionService,  # noqa: F811
+    backend: tuple[Path, CrossProcessCounter],
+) -> None:
     path, loads = backend
     emu.set_script({"rules": [LOOKUP, AFTER]})
     name = unique("Guarded")
     spawn(name, config_for(emu), [Toolset.dynamic("remote", remote_catalog(path, loads))])
     spawned = loads.value  # the snapshot was loaded at spawn, in this process
-    runner = Runner(name, "toolset_tests", svc, system=system,
-                    runtime_policy={"id": "no-lookup", "agents": {"allow": "all"}, "tools": {"allow": []}})
+    runner = Runner(
+        name,
+        "toolset_tests",
+        svc,
+        system=system,
+        runtime_policy={"id": "no-lookup", "agents": {"allow": "all"}, "tools": {"allow": []}},
+    )
     sid = unique("s")
     output = runner.run("u1", sid, "weather?")
     assert isinstance(output, str) and "not_allowed" in output
@@ -139,7 +158,12 @@ def test_runtime_policy_runs_before_the_toolset_is_materialized(
     assert audit.actions.runtime_policy_decision is not None
     assert audit.actions.runtime_policy_decision["subject"] == "lookup"
 
-    allowed = Runner(name, "toolset_tests", svc, system=system,
-                     runtime_policy={"id": "lookup", "agents": {"allow": "all"}, "tools": {"allow": "all"}})
+    allowed = Runner(
+        name,
+        "toolset_tests",
+        svc,
+        system=system,
+        runtime_policy={"id": "lookup", "agents": {"allow": "all"}, "tools": {"allow": "all"}},
+    )
     assert allowed.run("u1", unique("s"), "weather?") == "Tool said: city: Paris, version: 1"
     assert loads.value > spawned  # an allowed call materializes the backend

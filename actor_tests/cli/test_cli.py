@@ -24,16 +24,25 @@ def test_version() -> None:
 
 
 def test_adk_emulator_serves_until_sigterm() -> None:
-    proc = subprocess.Popen([ADK, "emulator", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [ADK, "emulator", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert "listening on http://127.0.0.1:" in line
         base = line.strip().rsplit(" ", 1)[-1]
         body = {"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}
-        reply = requests.post(f"{base}/v1beta/models/gemini-3.1-flash-lite:generateContent", json=body,
-                              headers={"x-goog-api-key": "test-key"}, timeout=10)
+        reply = requests.post(
+            f"{base}/v1beta/models/gemini-3.1-flash-lite:generateContent",
+            json=body,
+            headers={"x-goog-api-key": "test-key"},
+            timeout=10,
+        )
         assert reply.status_code == 200 and reply.json()["candidates"][0]["content"]["parts"][0]["text"]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
@@ -44,22 +53,35 @@ def test_adk_emulator_serves_until_sigterm() -> None:
 
 
 def test_status_prints_the_tree_as_json(system: ActorSystemHandle) -> None:
-    out = subprocess.run([ADK, "status", "--port", str(system.port)], capture_output=True, text=True, timeout=60,
-                         check=False, env={**os.environ, "THESPIAN_BASE_IPADDR": "127.0.0.1"})
+    out = subprocess.run(
+        [ADK, "status", "--port", str(system.port)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "THESPIAN_BASE_IPADDR": "127.0.0.1"},
+    )
     assert out.returncode == 0, out.stderr
     tree = json.loads(out.stdout)
     assert tree["id"] == "root" and {c["id"] for c in tree["children"]} >= {"registry", "router", "hosts"}
 
 
 def _status(port: int) -> dict[str, Any]:
-    out = subprocess.run([ADK, "status", "--port", str(port)], capture_output=True, text=True, timeout=60,
-                         check=False, env={**os.environ, "THESPIAN_BASE_IPADDR": "127.0.0.1"})
+    out = subprocess.run(
+        [ADK, "status", "--port", str(port)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "THESPIAN_BASE_IPADDR": "127.0.0.1"},
+    )
     assert out.returncode == 0, out.stderr
     return dict(json.loads(out.stdout))
 
 
 def test_status_says_the_session_durability_of_the_node_it_asks(
-        system: ActorSystemHandle, make_system: Callable[..., ActorSystemHandle]) -> None:
+    system: ActorSystemHandle, make_system: Callable[..., ActorSystemHandle]
+) -> None:
     """The guarantee comes from the node's own children, not from the settings of the process running `adk`."""
     memory = _status(system.port)["session_backend"]
     assert (memory["backend"], memory["durability"]) == ("memory", "lost_on_store_restart")
@@ -74,10 +96,21 @@ def test_status_says_the_session_durability_of_the_node_it_asks(
 def test_status_is_the_raw_tree_and_shell_tree_the_condensed_view_of_it(system: ActorSystemHandle) -> None:
     """docs/CLI.md: `adk status` prints the raw statuses; `adk shell --json tree` a condensed view of the same."""
     env = {**os.environ, "THESPIAN_BASE_IPADDR": "127.0.0.1"}
-    raw = json.loads(subprocess.run([ADK, "status", "--port", str(system.port)], capture_output=True, text=True,
-                                    timeout=60, check=True, env=env).stdout)
-    view = json.loads(subprocess.run([ADK, "shell", "--json", "--port", str(system.port), "tree"],
-                                     capture_output=True, text=True, timeout=60, check=True, env=env).stdout)["tree"]
+    raw = json.loads(
+        subprocess.run(
+            [ADK, "status", "--port", str(system.port)], capture_output=True, text=True, timeout=60, check=True, env=env
+        ).stdout
+    )
+    view = json.loads(
+        subprocess.run(
+            [ADK, "shell", "--json", "--port", str(system.port), "tree"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+            env=env,
+        ).stdout
+    )["tree"]
     assert [c["id"] for c in raw["children"]] == [c["id"] for c in view["children"]]
     for raw_child, child in zip(raw["children"], view["children"], strict=True):
         assert (raw_child["pid"], raw_child["state"]) == (child["pid"], child["state"])
@@ -87,6 +120,5 @@ def test_status_is_the_raw_tree_and_shell_tree_the_condensed_view_of_it(system: 
 
 
 def test_status_without_a_system_exits_1_with_a_json_error() -> None:
-    out = subprocess.run([ADK, "status", "--port", "29998"], capture_output=True, text=True, timeout=60,
-                         check=False)
+    out = subprocess.run([ADK, "status", "--port", "29998"], capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 1 and json.loads(out.stderr)["error"]["reason"] == "system_not_running"

@@ -48,8 +48,11 @@ def workdir(tmp_path: Path) -> Path:
 
 
 def _env(workdir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_") and k not in ("GEMINI_API_KEY",
-                                                                                          "GEMINI_BASE_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("ADK_") and k not in ("GEMINI_API_KEY", "GEMINI_BASE_URL")
+    }
     env.update({"ADK_DATA_DIR": str(workdir / "data"), "THESPIAN_BASE_IPADDR": "127.0.0.1", **extra})
     return env
 
@@ -82,9 +85,16 @@ def no_leftovers(workdir: Path) -> Iterator[None]:
 
 
 def adk(workdir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "adk_actors.cli.main", *args], capture_output=True, text=True,
-                          timeout=TIMEOUT_S, check=False, stdin=subprocess.DEVNULL, cwd=workdir,
-                          env=env or _env(workdir))
+    return subprocess.run(
+        [sys.executable, "-m", "adk_actors.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        cwd=workdir,
+        env=env or _env(workdir),
+    )
 
 
 def _write(path: Path, value: Any) -> Path:
@@ -104,8 +114,16 @@ def _no_traceback(out: subprocess.CompletedProcess[str]) -> None:
 
 # ---- doctor --------------------------------------------------------------------------------------------------------
 
-DOCTOR_CHECKS = {"adk_actors", "python", "dependencies", "settings", "actor_system", "session_backend",
-                 "gemini_api_key", "base_url"}
+DOCTOR_CHECKS = {
+    "adk_actors",
+    "python",
+    "dependencies",
+    "settings",
+    "actor_system",
+    "session_backend",
+    "gemini_api_key",
+    "base_url",
+}
 
 
 def test_doctor_without_a_system_warns_and_exits_0(workdir: Path) -> None:
@@ -117,10 +135,19 @@ def test_doctor_without_a_system_warns_and_exits_0(workdir: Path) -> None:
     assert report["checks"]["actor_system"]["status"] == "warning"
     assert report["checks"]["actor_system"]["running"] is False
     assert report["checks"]["dependencies"]["missing"] == []
-    assert set(report["checks"]["dependencies"]["versions"]) == {"thespian", "requests", "websocket-client",
-                                                                  "fastjsonschema", "sqlalchemy", "structlog"}
-    assert report["checks"]["gemini_api_key"] == {"status": "warning", "configured": False,
-                                                  "detail": report["checks"]["gemini_api_key"]["detail"]}
+    assert set(report["checks"]["dependencies"]["versions"]) == {
+        "thespian",
+        "requests",
+        "websocket-client",
+        "fastjsonschema",
+        "sqlalchemy",
+        "structlog",
+    }
+    assert report["checks"]["gemini_api_key"] == {
+        "status": "warning",
+        "configured": False,
+        "detail": report["checks"]["gemini_api_key"]["detail"],
+    }
 
 
 def test_doctor_require_system_fails_when_none_runs(workdir: Path) -> None:
@@ -164,16 +191,25 @@ def test_doctor_probes_the_base_url(workdir: Path) -> None:
 
 
 def test_doctor_opens_a_sql_session_backend(workdir: Path) -> None:
-    out = adk(workdir, "doctor", "--json", "--port", str(reserved_port()),
-              env=_env(workdir, ADK_SESSION_BACKEND="sql"))
+    out = adk(workdir, "doctor", "--json", "--port", str(reserved_port()), env=_env(workdir, ADK_SESSION_BACKEND="sql"))
     assert out.returncode == 0, out.stdout
     assert json.loads(out.stdout)["checks"]["session_backend"] == {
-        "status": "ok", "backend": "sql", "dialect": "sqlite", "durability": "durable",
-        "detail": "sql (sqlite) opens; sessions survive restarts"}
+        "status": "ok",
+        "backend": "sql",
+        "dialect": "sqlite",
+        "durability": "durable",
+        "detail": "sql (sqlite) opens; sessions survive restarts",
+    }
     (workdir / "a-file").write_text("not a directory")
     bad = f"sqlite:///{workdir}/a-file/sessions.db"
-    out = adk(workdir, "doctor", "--json", "--port", str(reserved_port()),
-              env=_env(workdir, ADK_SESSION_BACKEND="sql", ADK_SESSION_URL=bad))
+    out = adk(
+        workdir,
+        "doctor",
+        "--json",
+        "--port",
+        str(reserved_port()),
+        env=_env(workdir, ADK_SESSION_BACKEND="sql", ADK_SESSION_URL=bad),
+    )
     assert out.returncode == 1
     assert json.loads(out.stdout)["checks"]["session_backend"]["status"] == "fail"
 
@@ -188,6 +224,7 @@ def test_doctor_reports_settings_that_do_not_load(workdir: Path) -> None:
 
 # ---- config validate -----------------------------------------------------------------------------------------------
 
+
 def test_the_checked_in_agent_file_validates(workdir: Path) -> None:
     out = adk(workdir, "config", "validate", str(AGENT_FILE), "--json")
     assert out.returncode == 0, out.stdout
@@ -201,7 +238,8 @@ def test_the_checked_in_agent_file_has_the_reference_fields() -> None:
     config = json.loads(AGENT_FILE.read_text())
     assert config["runner_options"] == {"max_llm_calls": 8, "max_tool_rounds": 4}
     assert config["generation_config"]["safety_settings"] == [
-        {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "threshold": "BLOCK_MEDIUM_AND_ABOVE"}]
+        {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "threshold": "BLOCK_MEDIUM_AND_ABOVE"}
+    ]
 
 
 def test_the_cli_doc_shows_the_checked_in_agent_file() -> None:
@@ -211,37 +249,66 @@ def test_the_cli_doc_shows_the_checked_in_agent_file() -> None:
 
 
 def test_config_validate_accepts_runner_options_and_both_safety_spellings(workdir: Path) -> None:
-    short = {"thinking_config": {"thinking_level": "low"},
-             "safety_settings": [{"category": "dangerous_content", "threshold": "block_medium_and_above"}]}
-    options = {"max_llm_calls": 3, "max_tool_rounds": 2, "run_timeout": 60000,
-               "tool_execution": {"mode": "serial", "tool_timeout": 5000}}
+    short = {
+        "thinking_config": {"thinking_level": "low"},
+        "safety_settings": [{"category": "dangerous_content", "threshold": "block_medium_and_above"}],
+    }
+    options = {
+        "max_llm_calls": 3,
+        "max_tool_rounds": 2,
+        "run_timeout": 60000,
+        "tool_execution": {"mode": "serial", "tool_timeout": 5000},
+    }
     for config in (_agent(generation_config=short), _agent(runner_options=options)):
         out = adk(workdir, "config", "validate", str(_write(workdir / "agent.json", config)), "--json")
         assert out.returncode == 0, out.stdout
         assert json.loads(out.stdout)["ok"] is True
 
 
-@pytest.mark.parametrize(("config", "reason", "key"), [
-    (_agent(temperature_x=1), "unknown_key", "temperature_x"),
-    (_agent(runner_options={"max_llm_calls": 0}), "invalid_value", "runner_options.max_llm_calls"),
-    (_agent(runner_options={"max_llm_calls": 8, "max_tool_round": 4}), "unknown_key",
-     "runner_options.max_tool_round"),
-    (_agent(runner_options={"tool_execution": {"mode": "fast"}}), "invalid_value",
-     "runner_options.tool_execution.mode"),
-    (_agent(runner_options={"streaming_mode": "content"}), "invalid_value", "runner_options.streaming_mode"),
-    (_agent(runner_options=[8, 4]), "invalid_value", "runner_options"),
-    (_agent(tools=["no_such_module_for_adk:tool"]), "invalid_tool", "tools[0]"),
-    (_agent(tools="json:dumps"), "invalid_value", "tools"),
-    (_agent(generation_config={"temperature": 9}), "invalid_value", "generation_config.temperature"),
-    (_agent(api_key=CANARY), "secret_in_config", "api_key"),
-    (_agent(callback_config={"service": {"token": CANARY}}), "secret_in_config", "callback_config.service.token"),
-    (_agent(instructions=f"Use {'AIza' + 'x' * 35} when asked."), "secret_in_config", "instructions"),
-    ({k: v for k, v in _agent().items() if k != "name"}, "missing_key", "name"),
-], ids=["unknown-key", "runner-bad-value", "runner-unknown-key", "runner-nested", "runner-streaming-mode",
-         "runner-not-an-object", "tool-not-importable", "tools-not-a-list", "bad-value", "api-key", "nested-token",
-         "key-shaped-value", "no-name"])
-def test_config_validate_rejects_with_the_reason_and_never_the_value(workdir: Path, config: dict[str, Any],
-                                                                     reason: str, key: str) -> None:
+@pytest.mark.parametrize(
+    ("config", "reason", "key"),
+    [
+        (_agent(temperature_x=1), "unknown_key", "temperature_x"),
+        (_agent(runner_options={"max_llm_calls": 0}), "invalid_value", "runner_options.max_llm_calls"),
+        (
+            _agent(runner_options={"max_llm_calls": 8, "max_tool_round": 4}),
+            "unknown_key",
+            "runner_options.max_tool_round",
+        ),
+        (
+            _agent(runner_options={"tool_execution": {"mode": "fast"}}),
+            "invalid_value",
+            "runner_options.tool_execution.mode",
+        ),
+        (_agent(runner_options={"streaming_mode": "content"}), "invalid_value", "runner_options.streaming_mode"),
+        (_agent(runner_options=[8, 4]), "invalid_value", "runner_options"),
+        (_agent(tools=["no_such_module_for_adk:tool"]), "invalid_tool", "tools[0]"),
+        (_agent(tools="json:dumps"), "invalid_value", "tools"),
+        (_agent(generation_config={"temperature": 9}), "invalid_value", "generation_config.temperature"),
+        (_agent(api_key=CANARY), "secret_in_config", "api_key"),
+        (_agent(callback_config={"service": {"token": CANARY}}), "secret_in_config", "callback_config.service.token"),
+        (_agent(instructions=f"Use {'AIza' + 'x' * 35} when asked."), "secret_in_config", "instructions"),
+        ({k: v for k, v in _agent().items() if k != "name"}, "missing_key", "name"),
+    ],
+    ids=[
+        "unknown-key",
+        "runner-bad-value",
+        "runner-unknown-key",
+        "runner-nested",
+        "runner-streaming-mode",
+        "runner-not-an-object",
+        "tool-not-importable",
+        "tools-not-a-list",
+        "bad-value",
+        "api-key",
+        "nested-token",
+        "key-shaped-value",
+        "no-name",
+    ],
+)
+def test_config_validate_rejects_with_the_reason_and_never_the_value(
+    workdir: Path, config: dict[str, Any], reason: str, key: str
+) -> None:
     path = _write(workdir / "agent.json", config)
     out = adk(workdir, "config", "validate", str(path), "--json")
     assert out.returncode == 1
@@ -281,16 +348,28 @@ def test_config_validate_reports_malformed_json_by_position(workdir: Path) -> No
 
 
 _SAFE_KEYS = st.sampled_from(["model", "description", "mode", "items", "level", "name", "count", "output"])
-_SECRET_KEYS = st.sampled_from(["api_key", "apiKey", "x-goog-api-key", "token", "client_secret", "password",
-                                "Authorization", "refresh_token", "credentials"])
-_SAFE_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(alphabet="abc xyz", max_size=8),
-                          lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_SAFE_KEYS, inner, max_size=3),
-                          max_leaves=12)
+_SECRET_KEYS = st.sampled_from(
+    [
+        "api_key",
+        "apiKey",
+        "x-goog-api-key",
+        "token",
+        "client_secret",
+        "password",
+        "Authorization",
+        "refresh_token",
+        "credentials",
+    ]
+)
+_SAFE_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet="abc xyz", max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_SAFE_KEYS, inner, max_size=3),
+    max_leaves=12,
+)
 
 
 @given(st.dictionaries(_SAFE_KEYS, _SAFE_JSON, max_size=4), st.lists(_SAFE_KEYS, max_size=3), _SECRET_KEYS)
-def test_find_secret_finds_a_secret_named_key_at_any_depth(base: dict[str, Any], path: list[str],
-                                                           secret: str) -> None:
+def test_find_secret_finds_a_secret_named_key_at_any_depth(base: dict[str, Any], path: list[str], secret: str) -> None:
     assert find_secret(base, environ={}) is None
     node = base
     for key in path:
@@ -304,24 +383,55 @@ def test_find_secret_finds_a_secret_named_key_at_any_depth(base: dict[str, Any],
 
 # ---- run -----------------------------------------------------------------------------------------------------------
 
+
 def test_run_with_the_emulator_prints_the_answer(workdir: Path, no_leftovers: None) -> None:
-    out = adk(workdir, "run", "--config", str(AGENT_FILE), "--message", "Explain rest_for_one", "--emulator",
-              "--user", "local", "--session", "cli-demo")
+    out = adk(
+        workdir,
+        "run",
+        "--config",
+        str(AGENT_FILE),
+        "--message",
+        "Explain rest_for_one",
+        "--emulator",
+        "--user",
+        "local",
+        "--session",
+        "cli-demo",
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout == "You said: Explain rest_for_one\n"
 
 
 def test_run_json_prints_event_lines_then_a_result_and_never_the_key(workdir: Path, no_leftovers: None) -> None:
-    out = adk(workdir, "run", "--config", str(AGENT_FILE), "--message", "Explain rest_for_one", "--emulator",
-              "--json", "--session", "cli-json", env=_env(workdir, GEMINI_API_KEY=CANARY))
+    out = adk(
+        workdir,
+        "run",
+        "--config",
+        str(AGENT_FILE),
+        "--message",
+        "Explain rest_for_one",
+        "--emulator",
+        "--json",
+        "--session",
+        "cli-json",
+        env=_env(workdir, GEMINI_API_KEY=CANARY),
+    )
     assert out.returncode == 0, out.stderr
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     *events, result = lines
     assert [line["type"] for line in events] == ["event"] * len(events) and result["type"] == "result"
     assert events[0]["event"]["author"] == "user" and events[-1]["event"]["is_final"] is True
     assert all(e["event"]["invocation_id"] == events[0]["event"]["invocation_id"] for e in events)
-    assert result == {"type": "result", "ok": True, "status": "completed", "output": "You said: Explain rest_for_one",
-                      "agent": "CliAgent", "app_name": "adk-cli", "user_id": "local", "session_id": "cli-json"}
+    assert result == {
+        "type": "result",
+        "ok": True,
+        "status": "completed",
+        "output": "You said: Explain rest_for_one",
+        "agent": "CliAgent",
+        "app_name": "adk-cli",
+        "user_id": "local",
+        "session_id": "cli-json",
+    }
     assert CANARY not in out.stdout + out.stderr
     logs = "".join(p.read_text(errors="replace") for p in (workdir / "data").rglob("*") if p.is_file())
     assert CANARY not in logs
@@ -347,8 +457,17 @@ def test_run_without_a_key_or_emulator_fails_clearly(workdir: Path, no_leftovers
 
 def test_run_with_a_key_against_a_dead_endpoint_fails_without_leaking_it(workdir: Path, no_leftovers: None) -> None:
     dead = f"http://127.0.0.1:{reserved_port()}"
-    out = adk(workdir, "run", "--config", str(AGENT_FILE), "--message", "hi", "--base-url", dead,
-              env=_env(workdir, GEMINI_API_KEY=CANARY))
+    out = adk(
+        workdir,
+        "run",
+        "--config",
+        str(AGENT_FILE),
+        "--message",
+        "hi",
+        "--base-url",
+        dead,
+        env=_env(workdir, GEMINI_API_KEY=CANARY),
+    )
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.startswith("error: ")
     assert CANARY not in out.stdout + out.stderr
@@ -370,22 +489,25 @@ ALWAYS_A_TOOL = {"rules": [{"when": {}, "respond": {"function_calls": [{"name": 
 def test_run_honours_the_files_runner_options(workdir: Path, no_leftovers: None) -> None:
     script = _write(workdir / "script.json", ALWAYS_A_TOOL)
     limited = _write(workdir / "agent.json", _agent(runner_options={"max_llm_calls": 3, "max_tool_rounds": 10}))
-    out = adk(workdir, "run", "--config", str(limited), "--message", "hi", "--emulator", "--script", str(script),
-              "--json")
+    out = adk(
+        workdir, "run", "--config", str(limited), "--message", "hi", "--emulator", "--script", str(script), "--json"
+    )
     assert out.returncode == 1, out.stdout
     result = json.loads(out.stdout.splitlines()[-1])
     assert result["status"] == "failed" and result["error"]["reason"] == "max_llm_calls"
     assert result["error"]["details"]["max"] == 3
-    checked_in = adk(workdir, "run", "--config", str(AGENT_FILE), "--message", "hi", "--emulator", "--script",
-                     str(script))  # max_tool_rounds 4 of config/agent.json stops it first (the default is 16)
+    checked_in = adk(
+        workdir, "run", "--config", str(AGENT_FILE), "--message", "hi", "--emulator", "--script", str(script)
+    )  # max_tool_rounds 4 of config/agent.json stops it first (the default is 16)
     assert checked_in.returncode == 1 and checked_in.stdout == ""
     assert "[max_tool_rounds]" in checked_in.stderr and '"max": 4' in checked_in.stderr
     _no_traceback(checked_in)
 
 
 @pytest.mark.parametrize("where", ["--base-url", "GEMINI_BASE_URL", "file"])
-def test_run_without_a_key_uses_the_placeholder_key_on_a_loopback_endpoint(workdir: Path, no_leftovers: None,
-                                                                           where: str) -> None:
+def test_run_without_a_key_uses_the_placeholder_key_on_a_loopback_endpoint(
+    workdir: Path, no_leftovers: None, where: str
+) -> None:
     with Emulator(api_keys=[LOCAL_KEY]) as emu:  # any other key would be refused (400 API_KEY_INVALID)
         config, args, env = AGENT_FILE, [], _env(workdir)
         if where == "--base-url":
@@ -419,9 +541,16 @@ UNREACHABLE = "10.255.255.1"
 
 
 def _guarded(workdir: Path, host: str, code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", NO_CONNECT + code], capture_output=True, text=True,
-                          timeout=TIMEOUT_S, check=False, stdin=subprocess.DEVNULL, cwd=workdir,
-                          env={**env, "NO_CONNECT_HOST": host})
+    return subprocess.run(
+        [sys.executable, "-c", NO_CONNECT + code],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        cwd=workdir,
+        env={**env, "NO_CONNECT_HOST": host},
+    )
 
 
 def test_the_connection_guard_stops_connections_and_processes_before_they_happen(workdir: Path) -> None:
@@ -433,8 +562,9 @@ def test_the_connection_guard_stops_connections_and_processes_before_they_happen
 
 
 @pytest.mark.parametrize("where", ["--base-url", "GEMINI_BASE_URL", "file"])
-def test_run_without_a_key_refuses_a_non_loopback_endpoint_before_connecting(workdir: Path, no_leftovers: None,
-                                                                             where: str) -> None:
+def test_run_without_a_key_refuses_a_non_loopback_endpoint_before_connecting(
+    workdir: Path, no_leftovers: None, where: str
+) -> None:
     url = f"https://{UNREACHABLE}"
     config, args, env = AGENT_FILE, [], _env(workdir)
     if where == "--base-url":
@@ -452,12 +582,14 @@ def test_run_without_a_key_refuses_a_non_loopback_endpoint_before_connecting(wor
     assert not (workdir / "data" / "logs").exists()  # no actor system was started either
 
 
-def test_run_attached_to_a_running_system_stops_only_its_agent(workdir: Path, system: ActorSystemHandle,
-                                                               no_leftovers: None) -> None:
+def test_run_attached_to_a_running_system_stops_only_its_agent(
+    workdir: Path, system: ActorSystemHandle, no_leftovers: None
+) -> None:
     path = _write(workdir / "agent.json", _agent(name="CliAttachedAgent"))
     for _ in range(2):  # the agent is stopped after each run, so the name is free again
-        out = adk(workdir, "run", "--config", str(path), "--message", "hello system", "--emulator",
-                  "--port", str(system.port))
+        out = adk(
+            workdir, "run", "--config", str(path), "--message", "hello system", "--emulator", "--port", str(system.port)
+        )
         assert out.returncode == 0, out.stderr
         assert out.stdout == "You said: hello system\n"
     assert system.status()["children"]
@@ -465,13 +597,15 @@ def test_run_attached_to_a_running_system_stops_only_its_agent(workdir: Path, sy
 
 # ---- console -------------------------------------------------------------------------------------------------------
 
+
 class Pty:
     """A child process on a pseudo-terminal; reads wait on ``select`` against an absolute deadline."""
 
     def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
         self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
-                                     close_fds=True, start_new_session=True)
+        self.proc = subprocess.Popen(
+            args, stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env, close_fds=True, start_new_session=True
+        )
         os.close(slave)
         self.deadline = time.monotonic() + TIMEOUT_S
         self.seen = b""
@@ -490,7 +624,7 @@ class Pty:
                     chunk = b""
                 assert chunk, f"the console ended before {pattern!r}; output: {self.seen[-2000:]!r}"
                 self.seen += chunk
-        self.seen = self.seen[match.end():]
+        self.seen = self.seen[match.end() :]
         return match
 
     def send(self, text: str) -> None:
@@ -523,8 +657,21 @@ class Pty:
 
 @pytest.fixture
 def console(workdir: Path, no_leftovers: None) -> Iterator[Pty]:
-    term = Pty([sys.executable, "-m", "adk_actors.cli.main", "console", "--config", str(AGENT_FILE), "--emulator",
-                "--session", "cli-console"], cwd=workdir, env=_env(workdir, GEMINI_API_KEY=CANARY))
+    term = Pty(
+        [
+            sys.executable,
+            "-m",
+            "adk_actors.cli.main",
+            "console",
+            "--config",
+            str(AGENT_FILE),
+            "--emulator",
+            "--session",
+            "cli-console",
+        ],
+        cwd=workdir,
+        env=_env(workdir, GEMINI_API_KEY=CANARY),
+    )
     try:
         yield term
     finally:
@@ -538,8 +685,10 @@ def test_console_chats_inspects_and_exits(console: Pty) -> None:
     console.expect(r"You said: Hello console\r?\n")
     console.expect(r"> ")
     console.send("/inspect\n")
-    match = console.expect(r"session  cli-console \(user local, app adk-cli\)\r?\nevents   (\d+)\r?\n"
-                           r"state    .*\r?\npaused   none")
+    match = console.expect(
+        r"session  cli-console \(user local, app adk-cli\)\r?\nevents   (\d+)\r?\n"
+        r"state    .*\r?\npaused   none"
+    )
     assert int(match.group(1)) >= 3  # the user event, at least one delta, the final answer
     console.send("Second turn\n")
     console.expect(r"You said: Second turn")
@@ -553,7 +702,7 @@ def test_console_commands_and_end_of_input(console: Pty) -> None:
     console.expect(r"> ")
     console.send("/help\n")
     console.expect(r"/resume JSON")
-    console.send("/resume {\"confirmed\": true}\n")
+    console.send('/resume {"confirmed": true}\n')
     console.expect(r"\[no_paused_invocation\]")
     console.send("/resume not-json\n")
     console.expect(r"/resume takes a JSON value")
@@ -593,8 +742,22 @@ def test_console_prints_streamed_chunks_before_the_turn_ends(workdir: Path, no_l
 
     with Emulator(script=script) as emu:
         add_served_hook(slow_model)
-        term = Pty([sys.executable, "-m", "adk_actors.cli.main", "console", "--config", str(AGENT_FILE),
-                    "--base-url", emu.base_url, "--session", "cli-stream"], cwd=workdir, env=_env(workdir))
+        term = Pty(
+            [
+                sys.executable,
+                "-m",
+                "adk_actors.cli.main",
+                "console",
+                "--config",
+                str(AGENT_FILE),
+                "--base-url",
+                emu.base_url,
+                "--session",
+                "cli-stream",
+            ],
+            cwd=workdir,
+            env=_env(workdir),
+        )
         try:
             term.expect(r"> ")
             term.send("stream please\n")
@@ -605,7 +768,7 @@ def test_console_prints_streamed_chunks_before_the_turn_ends(workdir: Path, no_l
             assert sent[0].startswith(early) or early.startswith(sent[0]), early
             assert not seen_on_terminal.is_set() and STREAMED not in early  # the rest is still held
             seen_on_terminal.set()
-            term.expect(re.escape(STREAMED[len(sent[0]):]) + r"\r?\n")
+            term.expect(re.escape(STREAMED[len(sent[0]) :]) + r"\r?\n")
             term.expect(r"> ")
             term.send("/exit\n")
             status, rest = term.wait()
@@ -631,20 +794,39 @@ def transfer(amount: int) -> dict:
 
 confirmed_transfer = FunctionTool(transfer, requires_confirmation=True)
 """
-APPROVAL_SCRIPT = {"rules": [
-    {"when": {"has_function_response": True}, "respond": {"text": "Transfer done: {response_text}."}},
-    {"when": {"user_text_contains": "transfer"},
-     "respond": {"function_calls": [{"name": "transfer", "args": {"amount": 25}}]}},
-    {"when": {}, "respond": {"text": "You said: {user_text}"}}]}
+APPROVAL_SCRIPT = {
+    "rules": [
+        {"when": {"has_function_response": True}, "respond": {"text": "Transfer done: {response_text}."}},
+        {
+            "when": {"user_text_contains": "transfer"},
+            "respond": {"function_calls": [{"name": "transfer", "args": {"amount": 25}}]},
+        },
+        {"when": {}, "respond": {"text": "You said: {user_text}"}},
+    ]
+}
 
 
 def test_console_resume_completes_a_confirmation_pause(workdir: Path, no_leftovers: None) -> None:
     (workdir / "cli_approval_tools.py").write_text(APPROVAL_TOOLS)
     config = _write(workdir / "agent.json", _agent(tools=["cli_approval_tools:confirmed_transfer"]))
     script = _write(workdir / "script.json", APPROVAL_SCRIPT)
-    term = Pty([sys.executable, "-m", "adk_actors.cli.main", "console", "--config", str(config), "--emulator",
-                "--script", str(script), "--session", "cli-approval"], cwd=workdir,
-               env=_env(workdir, PYTHONPATH=str(workdir)))
+    term = Pty(
+        [
+            sys.executable,
+            "-m",
+            "adk_actors.cli.main",
+            "console",
+            "--config",
+            str(config),
+            "--emulator",
+            "--script",
+            str(script),
+            "--session",
+            "cli-approval",
+        ],
+        cwd=workdir,
+        env=_env(workdir, PYTHONPATH=str(workdir)),
+    )
     try:
         term.expect(r"> ")
         term.send("Please transfer 25\n")
@@ -673,6 +855,6 @@ def test_parse_line_separates_messages_from_commands() -> None:
     assert parse_line("  hello  ").name == "message" and parse_line("hello").argument == "hello"
     assert parse_line("").name == "empty"
     assert (parse_line("/session abc").name, parse_line("/session abc").argument) == ("session", "abc")
-    assert parse_line("/resume {\"confirmed\": true}").argument == "{\"confirmed\": true}"
+    assert parse_line('/resume {"confirmed": true}').argument == '{"confirmed": true}'
     assert parse_line("/session").name == "invalid" and parse_line("/exit now").name == "invalid"
     assert parse_line("/nope").name == "invalid"

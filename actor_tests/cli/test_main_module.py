@@ -14,8 +14,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _module(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "adk_actors", *args], cwd=ROOT, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "adk_actors", *args],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_python_dash_m_prints_the_version_and_the_adk_usage() -> None:
@@ -26,7 +33,7 @@ def test_python_dash_m_prints_the_version_and_the_adk_usage() -> None:
 
 
 def test_python_dash_m_reports_a_command_failure_by_reason_and_exit_code() -> None:
-    port = reserved_port()   # nothing listens there
+    port = reserved_port()  # nothing listens there
     result = _module("status", "--port", str(port))
     assert result.returncode == 1
     error = json.loads(result.stderr)["error"]

@@ -58,10 +58,17 @@ def _env(system: ActorSystemHandle | None = None) -> dict[str, str]:
     return env
 
 
-def _shell_json(port: int, *words: str, system: ActorSystemHandle | None = None,
-                command: tuple[str, ...] = tuple(SHELL)) -> tuple[int, dict[str, Any], str]:
-    out = subprocess.run([*command, "--port", str(port), "--json", *words], capture_output=True, text=True,
-                         timeout=30, check=False, env=_env(system))
+def _shell_json(
+    port: int, *words: str, system: ActorSystemHandle | None = None, command: tuple[str, ...] = tuple(SHELL)
+) -> tuple[int, dict[str, Any], str]:
+    out = subprocess.run(
+        [*command, "--port", str(port), "--json", *words],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env=_env(system),
+    )
     return out.returncode, json.loads(out.stdout), out.stdout + out.stderr
 
 
@@ -131,13 +138,23 @@ def test_agents_describes_an_agent_and_stop_agent_stops_it(fresh_system: ActorSy
     assert agent["local_id"] == f"agent.{name}" and agent["restarts"] == 0
     code, hosts, hosts_text = _shell_json(fresh_system.port, "hosts", system=fresh_system)
     assert code == 0, hosts_text
-    inner = [(host["host_id"], actor) for host in hosts["hosts"] for actor in host.get("inner", [])
-             if actor["local_id"] == f"agent.{name}"]
+    inner = [
+        (host["host_id"], actor)
+        for host in hosts["hosts"]
+        for actor in host.get("inner", [])
+        if actor["local_id"] == f"agent.{name}"
+    ]
     assert len(inner) == 1, hosts  # exactly one host runs the agent, the one `agents` names
     host_id, actor = inner[0]
     assert host_id == agent["host_id"]
-    assert actor == {"local_id": f"agent.{name}", "actor": "AgentActor", "state": "running", "restarts": 0,
-                     "restart": actor["restart"], "name": name}
+    assert actor == {
+        "local_id": f"agent.{name}",
+        "actor": "AgentActor",
+        "state": "running",
+        "restarts": 0,
+        "restart": actor["restart"],
+        "name": name,
+    }
     host = next(h for h in hosts["hosts"] if h["host_id"] == host_id)
     assert host["inner_actors"] >= 1 and host["inner_truncated"] is False
     outputs = [text, hosts_text, _shell_json(fresh_system.port, "tree", system=fresh_system)[2]]
@@ -180,12 +197,17 @@ def _read_until(fd: int, marker: str, timeout: float) -> str:
     return buffer.decode(errors="replace")
 
 
-def test_repl_through_a_pty_runs_commands_and_exit_leaves_the_system_running(
-        fresh_system: ActorSystemHandle) -> None:
+def test_repl_through_a_pty_runs_commands_and_exit_leaves_the_system_running(fresh_system: ActorSystemHandle) -> None:
     master, slave = os.openpty()
-    proc = subprocess.Popen([*SHELL_MODULE, "--port", str(fresh_system.port)], stdin=slave, stdout=slave,
-                            stderr=slave,
-                            env=_env(fresh_system), close_fds=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [*SHELL_MODULE, "--port", str(fresh_system.port)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=_env(fresh_system),
+        close_fds=True,
+        start_new_session=True,
+    )
     os.close(slave)
     try:
         banner = _read_until(master, "adk> ", 15)
@@ -209,8 +231,15 @@ def test_repl_through_a_pty_runs_commands_and_exit_leaves_the_system_running(
 
 
 def test_repl_ends_with_exit_status_0_at_end_of_input(fresh_system: ActorSystemHandle) -> None:
-    out = subprocess.run([*SHELL, "--port", str(fresh_system.port)], input="sessions\n", capture_output=True,
-                         text=True, timeout=30, check=False, env=_env(fresh_system))
+    out = subprocess.run(
+        [*SHELL, "--port", str(fresh_system.port)],
+        input="sessions\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env=_env(fresh_system),
+    )
     assert out.returncode == 0, out.stderr
     assert "no sessions" in out.stdout
 
@@ -221,10 +250,17 @@ def test_an_unreachable_system_is_a_json_error_with_exit_1() -> None:
     assert code == 1 and doc["ok"] is False and doc["error"]["reason"] == "system_not_running"
 
 
-@pytest.mark.parametrize(("words", "reason"), [
-    (["frobnicate"], "unknown_command"), (["cancel"], "usage"), (["stop-agent", "a", "b"], "usage"),
-    (["runs", "many"], "usage"), (["tree", "extra"], "usage"), ([], "usage"),
-])
+@pytest.mark.parametrize(
+    ("words", "reason"),
+    [
+        (["frobnicate"], "unknown_command"),
+        (["cancel"], "usage"),
+        (["stop-agent", "a", "b"], "usage"),
+        (["runs", "many"], "usage"),
+        (["tree", "extra"], "usage"),
+        ([], "usage"),
+    ],
+)
 def test_malformed_commands_are_json_errors_before_attaching(words: list[str], reason: str) -> None:
     code, doc, _ = _shell_json(reserved_port(), *words)  # nothing listens: the command fails first
     assert code == 1 and doc == {"ok": False, "error": doc["error"]} and doc["error"]["reason"] == reason
@@ -233,8 +269,13 @@ def test_malformed_commands_are_json_errors_before_attaching(words: list[str], r
 def test_the_adk_parser_dispatches_shell_to_its_handler() -> None:
     parser = build_parser()
     args = parser.parse_args(["shell", "--port", "19999", "--json", "cancel", "r1"])
-    assert (args.command, args.port, args.json, args.words, args.handler) == ("shell", 19999, True, ["cancel", "r1"],
-                                                                               shell_module.run)
+    assert (args.command, args.port, args.json, args.words, args.handler) == (
+        "shell",
+        19999,
+        True,
+        ["cancel", "r1"],
+        shell_module.run,
+    )
     args = parser.parse_args(["shell"])
     assert (args.port, args.json, args.words, args.timeout) == (None, False, [], 10.0)
     args = parser.parse_args(["shell", "--timeout", "2.5", "runs", "5"])
@@ -262,21 +303,58 @@ def test_parse_command_returns_the_argument() -> None:
 
 
 def test_tree_view_drops_addresses_and_keeps_restarts_of_nested_children() -> None:
-    raw = {"id": "root", "type": "Root", "pid": 10, "kind": "supervisor", "strategy": "one_for_one", "restarts": 2,
-           "registry": object(), "children": [
-               {"id": "hosts", "state": "running", "restarts": 1, "pid": 11, "kind": "supervisor",
-                "actor": "adk_actors.runtime.host.HostSupervisor", "address": object(),
-                "status": {"kind": "host_supervisor", "strategy": "one_for_one", "restarts": 3, "children": [
-                    {"id": "host-0", "state": "restarting", "restarts": 3, "pid": 0, "kind": "worker",
-                     "actor": "adk_actors.runtime.host.Host", "address": None}]}},
-               {"id": "runs", "state": "running", "restarts": 0, "pid": 12, "kind": "worker",
-                "actor": "adk_actors.runs.index.RunIndex", "status": {"error": "timeout"}}]}
+    raw = {
+        "id": "root",
+        "type": "Root",
+        "pid": 10,
+        "kind": "supervisor",
+        "strategy": "one_for_one",
+        "restarts": 2,
+        "registry": object(),
+        "children": [
+            {
+                "id": "hosts",
+                "state": "running",
+                "restarts": 1,
+                "pid": 11,
+                "kind": "supervisor",
+                "actor": "adk_actors.runtime.host.HostSupervisor",
+                "address": object(),
+                "status": {
+                    "kind": "host_supervisor",
+                    "strategy": "one_for_one",
+                    "restarts": 3,
+                    "children": [
+                        {
+                            "id": "host-0",
+                            "state": "restarting",
+                            "restarts": 3,
+                            "pid": 0,
+                            "kind": "worker",
+                            "actor": "adk_actors.runtime.host.Host",
+                            "address": None,
+                        }
+                    ],
+                },
+            },
+            {
+                "id": "runs",
+                "state": "running",
+                "restarts": 0,
+                "pid": 12,
+                "kind": "worker",
+                "actor": "adk_actors.runs.index.RunIndex",
+                "status": {"error": "timeout"},
+            },
+        ],
+    }
     view = tree_view(raw)
     json.dumps(view)  # JSON-safe: no addresses left
     hosts = _child(view, "hosts")
     assert (view["child_restarts"], hosts["restarts"], hosts["child_restarts"]) == (2, 1, 3)
-    assert hosts["children"] == [{"id": "host-0", "actor": "Host", "kind": "worker", "state": "restarting",
-                                  "pid": 0, "restarts": 3}]
+    assert hosts["children"] == [
+        {"id": "host-0", "actor": "Host", "kind": "worker", "state": "restarting", "pid": 0, "restarts": 3}
+    ]
     assert _child(view, "runs")["error"] == "timeout"
     text = render("tree", {"tree": view})
     assert "└── host-0  Host  restarting  pid -  restarts 3" in text and "error: timeout" in text

@@ -43,8 +43,13 @@ def _assert_not_echoed(err: BaseException, *needles: str) -> None:
 @pytest.mark.parametrize("bad", SURROGATES)
 @pytest.mark.parametrize("where", ["value", "key", "nested-value", "nested-key", "list"])
 def test_lone_surrogates_are_rejected_in_values_and_keys(bad: str, where: str) -> None:
-    value = {"value": bad, "key": {bad: 1}, "nested-value": {"a": [{"b": bad}]},
-             "nested-key": {"a": [{bad: None}]}, "list": [1, bad]}[where]
+    value = {
+        "value": bad,
+        "key": {bad: 1},
+        "nested-value": {"a": [{"b": bad}]},
+        "nested-key": {"a": [{bad: None}]},
+        "list": [1, bad],
+    }[where]
     for attempt in (lambda: check_json_safe(value), lambda: canonical_dumps(value)):
         with pytest.raises(ValidationError) as info:
             attempt()
@@ -98,8 +103,12 @@ def test_deep_values_are_validation_errors_not_recursion_errors() -> None:
     deep: Any = []
     for _ in range(100_000):
         deep = [deep]
-    for attempt in (lambda: check_json_safe(deep), lambda: canonical_dumps(deep), lambda: check_json_safe({"k": deep}),
-                    lambda: canonical_loads("[" * 100_000 + "]" * 100_000)):
+    for attempt in (
+        lambda: check_json_safe(deep),
+        lambda: canonical_dumps(deep),
+        lambda: check_json_safe({"k": deep}),
+        lambda: canonical_loads("[" * 100_000 + "]" * 100_000),
+    ):
         with pytest.raises(ValidationError) as info:
             attempt()
         assert info.value.reason in {"limit_exceeded", "invalid_json"}  # loads: the parser's own limit may come first
@@ -112,10 +121,12 @@ def test_deep_values_are_validation_errors_not_recursion_errors() -> None:
 def test_check_json_safe_depth_limit_is_inclusive_and_adjustable() -> None:
     check_json_safe(_nested(MAX_ENVELOPE_DEPTH))
     assert canonical_loads(canonical_dumps(_nested(MAX_ENVELOPE_DEPTH))) == _nested(MAX_ENVELOPE_DEPTH)
-    for attempt in (lambda: check_json_safe(_nested(MAX_ENVELOPE_DEPTH + 1)),
-                    lambda: canonical_dumps(_nested(MAX_ENVELOPE_DEPTH + 1)),
-                    lambda: canonical_loads(json.dumps(_nested(MAX_ENVELOPE_DEPTH + 1))),
-                    lambda: check_json_safe(_nested(4), max_depth=3)):
+    for attempt in (
+        lambda: check_json_safe(_nested(MAX_ENVELOPE_DEPTH + 1)),
+        lambda: canonical_dumps(_nested(MAX_ENVELOPE_DEPTH + 1)),
+        lambda: canonical_loads(json.dumps(_nested(MAX_ENVELOPE_DEPTH + 1))),
+        lambda: check_json_safe(_nested(4), max_depth=3),
+    ):
         with pytest.raises(ValidationError) as info:
             attempt()
         assert info.value.reason == "limit_exceeded" and info.value.details["limit"] == "max_json_depth"
@@ -149,9 +160,15 @@ def _wrapped(inner: Any, levels: int) -> Any:
 
 
 @pytest.mark.timeout(10)  # before cycles were detected, these never ended
-@pytest.mark.parametrize(("value", "path"), [(_self_list(), "$[1]"), (_dict_cycle(), "$.<key#0>.<key#0>[1].<key#0>"),
-                                             (_cycle_below_depth(10), "$" + ".<key#0>" * 10 + "[0].<key#0>")],
-                         ids=["self-list", "dict-cycle", "deep-cycle"])
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        (_self_list(), "$[1]"),
+        (_dict_cycle(), "$.<key#0>.<key#0>[1].<key#0>"),
+        (_cycle_below_depth(10), "$" + ".<key#0>" * 10 + "[0].<key#0>"),
+    ],
+    ids=["self-list", "dict-cycle", "deep-cycle"],
+)
 def test_reference_cycles_are_validation_errors_that_say_where(value: Any, path: str) -> None:
     for attempt in (lambda: check_json_safe(value), lambda: canonical_dumps(value)):
         with pytest.raises(ValidationError) as info:
@@ -169,8 +186,11 @@ def test_reference_cycles_are_validation_errors_that_say_where(value: Any, path:
     assert copy_json(dag)[0]["b"][1] == shared
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "x\x00", "\ud800", object(), 10**5000],
-                         ids=["nan", "inf", "nul", "surrogate", "object", "huge-int"])
+@pytest.mark.parametrize(
+    "bad",
+    [float("nan"), float("inf"), "x\x00", "\ud800", object(), 10**5000],
+    ids=["nan", "inf", "nul", "surrogate", "object", "huge-int"],
+)
 def test_error_paths_never_name_the_values_keys(bad: Any) -> None:
     value = {"ok": 1, SECRET_KEY: {"inner-" + SECRET_KEY: [0, {"deeper-" + SECRET_KEY: bad}]}}
     with pytest.raises(ValidationError) as info:
@@ -207,9 +227,11 @@ def test_call_id_limit_is_inclusive() -> None:
     assert MAX_CALL_ID_CHARS == 256
     assert c.function_call("f", {}, id="i" * MAX_CALL_ID_CHARS).id == "i" * MAX_CALL_ID_CHARS
     assert c.function_response("f", {}, id="i" * MAX_CALL_ID_CHARS).id == "i" * MAX_CALL_ID_CHARS
-    for attempt in (lambda: c.function_call("f", {}, id="i" * (MAX_CALL_ID_CHARS + 1)),
-                    lambda: c.function_response("f", {}, id="i" * (MAX_CALL_ID_CHARS + 1)),
-                    lambda: c.function_call("f", {}, id="\ud800")):
+    for attempt in (
+        lambda: c.function_call("f", {}, id="i" * (MAX_CALL_ID_CHARS + 1)),
+        lambda: c.function_response("f", {}, id="i" * (MAX_CALL_ID_CHARS + 1)),
+        lambda: c.function_call("f", {}, id="\ud800"),
+    ):
         with pytest.raises(ContentError) as info:
             attempt()
         assert info.value.reason == "invalid_call_id"
@@ -217,10 +239,16 @@ def test_call_id_limit_is_inclusive() -> None:
 
 any_text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=10) | st.sampled_from(SURROGATES)
 huge_ints = st.builds(lambda e, sign: sign * 10**e, st.sampled_from([309, 400, 4299, 5000]), st.sampled_from([1, -1]))
-scalars = (st.none() | st.booleans() | st.integers() | huge_ints | st.floats() | any_text
-           | st.sampled_from([b"x", object()]))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner)
-                      | st.dictionaries(any_text | st.integers(), inner, max_size=4), max_leaves=20)
+scalars = (
+    st.none() | st.booleans() | st.integers() | huge_ints | st.floats() | any_text | st.sampled_from([b"x", object()])
+)
+values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.tuples(inner) | st.dictionaries(any_text | st.integers(), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -274,17 +302,28 @@ def _graph(shape: Any, cycle_at: int | None, levels: int) -> tuple[Any, bool, in
     return _wrapped(value, levels), has_cycle, depth_of(shape) + levels
 
 
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(
-    alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=5)
-shapes = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
-                      | st.dictionaries(st.text(alphabet="abc", max_size=2), inner, max_size=3), max_leaves=12)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=5)
+)
+shapes = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(alphabet="abc", max_size=2), inner, max_size=3),
+    max_leaves=12,
+)
 
 
 @pytest.mark.timeout(60)
 @settings(max_examples=300, deadline=None)
-@given(shape=shapes, cycle_at=st.none() | st.integers(min_value=0, max_value=50),
-       levels=st.integers(min_value=0, max_value=12) | st.integers(min_value=MAX_ENVELOPE_DEPTH - 8, max_value=10_000),
-       max_depth=st.sampled_from([1, 5, 9, MAX_JSON_DEPTH, MAX_ENVELOPE_DEPTH]))
+@given(
+    shape=shapes,
+    cycle_at=st.none() | st.integers(min_value=0, max_value=50),
+    levels=st.integers(min_value=0, max_value=12) | st.integers(min_value=MAX_ENVELOPE_DEPTH - 8, max_value=10_000),
+    max_depth=st.sampled_from([1, 5, 9, MAX_JSON_DEPTH, MAX_ENVELOPE_DEPTH]),
+)
 def test_depth_and_cycles_are_decided_exactly(shape: Any, cycle_at: int | None, levels: int, max_depth: int) -> None:
     value, has_cycle, depth = _graph(shape, cycle_at, levels)
     try:

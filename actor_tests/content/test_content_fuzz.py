@@ -14,26 +14,54 @@ from adk_actors.errors import ContentError
 # Lone surrogates (never drawn by the default text strategy) and integers beyond the float range / the
 # interpreter's int-to-str limit are drawn explicitly.
 any_text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=20) | st.sampled_from(
-    ["\ud800", "x\udfff", "\udc00y", "\ud83d"])
+    ["\ud800", "x\udfff", "\udc00y", "\ud83d"]
+)
 huge_ints = st.builds(lambda e, sign: sign * 10**e, st.sampled_from([309, 400, 4299, 5000]), st.sampled_from([1, -1]))
 json_scalars = st.none() | st.booleans() | st.integers() | huge_ints | st.floats() | st.text(max_size=20) | any_text
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(st.text(max_size=8) | any_text, inner, max_size=4), max_leaves=20)
-anything = st.recursive(json_scalars | st.binary(max_size=8) | st.characters(),
-                        lambda inner: st.lists(inner, max_size=4) | st.tuples(inner)
-                        | st.dictionaries(json_scalars, inner, max_size=4), max_leaves=20)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8) | any_text, inner, max_size=4),
+    max_leaves=20,
+)
+anything = st.recursive(
+    json_scalars | st.binary(max_size=8) | st.characters(),
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner) | st.dictionaries(json_scalars, inner, max_size=4),
+    max_leaves=20,
+)
 part_types = st.sampled_from(["text", "inline_data", "file_data", "function_call", "function_response", "x"])
 field_values = st.one_of(
-    st.text(max_size=30), any_text,
+    st.text(max_size=30),
+    any_text,
     st.sampled_from(["image/png", "https://example.com/a", "gs://bucket/o", "QUJD", "f"]),
-    json_values, anything)
+    json_values,
+    anything,
+)
 parts = st.builds(
     lambda tag, fields: {"type": tag, **fields},
     part_types,
-    st.dictionaries(st.sampled_from(["text", "thought", "thought_signature", "mime_type", "data", "uri", "name",
-                                     "args", "response", "id", "extra"]), field_values, max_size=5))
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "text",
+                "thought",
+                "thought_signature",
+                "mime_type",
+                "data",
+                "uri",
+                "name",
+                "args",
+                "response",
+                "id",
+                "extra",
+            ]
+        ),
+        field_values,
+        max_size=5,
+    ),
+)
 wire = st.fixed_dictionaries(
-    {"schema_version": st.sampled_from([1, 1, 1, 2, True, "1"]), "parts": st.lists(parts, max_size=5)})
+    {"schema_version": st.sampled_from([1, 1, 1, 2, True, "1"]), "parts": st.lists(parts, max_size=5)}
+)
 
 
 @settings(max_examples=400, deadline=None)

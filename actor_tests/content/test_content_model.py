@@ -21,19 +21,20 @@ from adk_actors.content import (
 from adk_actors.errors import ContentError
 
 MiB = 1024 * 1024
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNk+A8AAQUBAScY42YAAAAASUVORK5CYII=")
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNk+A8AAQUBAScY42YAAAAASUVORK5CYII=")
 
 
 def sample() -> Content:
-    return c.new([
-        c.text("Describe this image briefly."),
-        c.text("thinking", thought=True, thought_signature="c2ln"),
-        c.inline_data("image/png", PNG),
-        c.file_data("application/pdf", "gs://bucket-name/doc.pdf"),
-        c.function_call("get_weather", {"city": "Oslo"}, id="call-1", thought_signature="c2ln"),
-        c.function_response("get_weather", {"forecast": "sunny"}, id="call-1"),
-    ])
+    return c.new(
+        [
+            c.text("Describe this image briefly."),
+            c.text("thinking", thought=True, thought_signature="c2ln"),
+            c.inline_data("image/png", PNG),
+            c.file_data("application/pdf", "gs://bucket-name/doc.pdf"),
+            c.function_call("get_weather", {"city": "Oslo"}, id="call-1", thought_signature="c2ln"),
+            c.function_response("get_weather", {"forecast": "sunny"}, id="call-1"),
+        ]
+    )
 
 
 def test_round_trip_through_wire_form_is_exact() -> None:
@@ -47,11 +48,14 @@ def test_round_trip_through_wire_form_is_exact() -> None:
 
 def test_wire_form_matches_contract_and_omits_absent_optionals() -> None:
     wire = c.new([c.text("a"), c.function_call("f"), c.function_response("f", {})]).to_dict()
-    assert wire == {"schema_version": 1, "parts": [
-        {"type": "text", "text": "a"},
-        {"type": "function_call", "name": "f", "args": {}},
-        {"type": "function_response", "name": "f", "response": {}},
-    ]}
+    assert wire == {
+        "schema_version": 1,
+        "parts": [
+            {"type": "text", "text": "a"},
+            {"type": "function_call", "name": "f", "args": {}},
+            {"type": "function_response", "name": "f", "response": {}},
+        ],
+    }
     thought = c.text("t", thought=True, thought_signature="c2ln").to_dict()
     assert thought == {"type": "text", "text": "t", "thought": True, "thought_signature": "c2ln"}
 
@@ -105,40 +109,61 @@ def test_lowercase_mime_types_are_accepted(mime: str) -> None:
     assert c.file_data(mime, "https://example.com/x").mime_type == mime
 
 
-@pytest.mark.parametrize("mime", ["Image/png", "image/PNG", "image", "image/png; charset=x", "text/plain;a=b",
-                                  "/png", "image/", "", "image/png ", " image/png"])
+@pytest.mark.parametrize(
+    "mime",
+    [
+        "Image/png",
+        "image/PNG",
+        "image",
+        "image/png; charset=x",
+        "text/plain;a=b",
+        "/png",
+        "image/",
+        "",
+        "image/png ",
+        " image/png",
+    ],
+)
 def test_mime_types_must_be_lowercase_type_subtype(mime: str) -> None:
     with pytest.raises(ContentError) as info:
         c.inline_data(mime, b"x")
     assert info.value.reason == "invalid_mime_type"
 
 
-@pytest.mark.parametrize("uri", [
-    "https://example.com/a.pdf", "https://example.com:8443/a?b=c", "gs://my-bucket/path/to/object.pdf",
-    "https://EXAMPLE.com/x",
-])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://example.com/a.pdf",
+        "https://example.com:8443/a?b=c",
+        "gs://my-bucket/path/to/object.pdf",
+        "https://EXAMPLE.com/x",
+    ],
+)
 def test_permitted_uris(uri: str) -> None:
     assert c.file_data("application/pdf", uri).uri == uri
 
 
-@pytest.mark.parametrize(("uri", "rule"), [
-    ("relative/path.pdf", "scheme"),
-    ("/abs/path.pdf", "scheme"),
-    ("file:///etc/passwd", "scheme"),
-    ("http://example.com/a", "scheme"),
-    ("data:text/plain;base64,aGk=", "scheme"),
-    ("ftp://example.com/a", "scheme"),
-    ("HTTPS://example.com/a", "scheme"),
-    ("https://user:pw@example.com/a", "credentials"),
-    ("https://user@example.com/a", "credentials"),
-    ("https://example.com/a#frag", "fragment"),
-    ("https://example.com/a b", "characters"),
-    ("https://exämple.com/a", "characters"),
-    ("https:///nohost", "authority"),
-    ("https://", "authority"),
-    ("gs://", "authority"),
-    ("https://exa_mple.com/", "authority"),
-])
+@pytest.mark.parametrize(
+    ("uri", "rule"),
+    [
+        ("relative/path.pdf", "scheme"),
+        ("/abs/path.pdf", "scheme"),
+        ("file:///etc/passwd", "scheme"),
+        ("http://example.com/a", "scheme"),
+        ("data:text/plain;base64,aGk=", "scheme"),
+        ("ftp://example.com/a", "scheme"),
+        ("HTTPS://example.com/a", "scheme"),
+        ("https://user:pw@example.com/a", "credentials"),
+        ("https://user@example.com/a", "credentials"),
+        ("https://example.com/a#frag", "fragment"),
+        ("https://example.com/a b", "characters"),
+        ("https://exämple.com/a", "characters"),
+        ("https:///nohost", "authority"),
+        ("https://", "authority"),
+        ("gs://", "authority"),
+        ("https://exa_mple.com/", "authority"),
+    ],
+)
 def test_forbidden_uris(uri: str, rule: str) -> None:
     with pytest.raises(ContentError) as info:
         c.file_data("application/pdf", uri)
@@ -209,10 +234,13 @@ def _payload_of_size(size: int) -> dict[str, str]:
     return {"k": "a" * (size - overhead)}
 
 
-@pytest.mark.parametrize("build", [
-    lambda payload: c.function_call("f", payload),
-    lambda payload: c.function_response("f", payload),
-])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda payload: c.function_call("f", payload),
+        lambda payload: c.function_response("f", payload),
+    ],
+)
 def test_function_payload_limit_edge(build: object) -> None:
     build(_payload_of_size(MiB))  # type: ignore[operator]
     with pytest.raises(ContentError) as info:
@@ -221,8 +249,14 @@ def test_function_payload_limit_edge(build: object) -> None:
 
 
 def test_lowered_limits_apply_at_their_edge() -> None:
-    limits = ContentLimits().lowered(max_parts=2, max_text_part_bytes=3, max_inline_part_bytes=2,
-                                     max_inline_total_bytes=3, max_uri_bytes=25, max_function_payload_bytes=9)
+    limits = ContentLimits().lowered(
+        max_parts=2,
+        max_text_part_bytes=3,
+        max_inline_part_bytes=2,
+        max_inline_total_bytes=3,
+        max_uri_bytes=25,
+        max_function_payload_bytes=9,
+    )
     c.new([c.text("x"), c.text("y")], limits=limits)
     with pytest.raises(ContentError):
         c.new([c.text("x")] * 3, limits=limits)
@@ -263,23 +297,31 @@ def test_limits_from_dict_rejects_unknown_names() -> None:
         ContentLimits.from_dict({"max_partz": 3})
 
 
-@pytest.mark.parametrize("wire", [
-    [], 3, {"parts": []}, {"schema_version": 2, "parts": []}, {"schema_version": True, "parts": []},
-    {"schema_version": 1, "parts": {}}, {"schema_version": 1, "parts": [], "role": "user"},
-    {"schema_version": 1, "parts": [{"type": "video", "text": "x"}]},
-    {"schema_version": 1, "parts": [{"type": "text"}]},
-    {"schema_version": 1, "parts": [{"type": "text", "text": 3}]},
-    {"schema_version": 1, "parts": [{"type": "text", "text": "x", "extra": 1}]},
-    {"schema_version": 1, "parts": [{"type": "text", "text": "x", "thought": "yes"}]},
-    {"schema_version": 1, "parts": [{"type": "text", "text": "x\ud800"}]},
-    {"schema_version": 1, "parts": [{"type": "function_call", "name": "1bad", "args": {}}]},
-    {"schema_version": 1, "parts": [{"type": "function_call", "name": "f", "args": []}]},
-    {"schema_version": 1, "parts": [{"type": "function_call", "name": "f", "args": {"x": float("nan")}}]},
-    {"schema_version": 1, "parts": [{"type": "function_call", "name": "f", "args": {"x": "a\x00"}}]},
-    {"schema_version": 1, "parts": [{"type": "function_call", "name": "f", "args": {}, "id": ""}]},
-    {"schema_version": 1, "parts": [{"type": "function_response", "name": "f", "response": {1: 2}}]},
-    {"schema_version": 1, "parts": [{"type": "inline_data", "mime_type": "image/png", "data": b"x"}]},
-])
+@pytest.mark.parametrize(
+    "wire",
+    [
+        [],
+        3,
+        {"parts": []},
+        {"schema_version": 2, "parts": []},
+        {"schema_version": True, "parts": []},
+        {"schema_version": 1, "parts": {}},
+        {"schema_version": 1, "parts": [], "role": "user"},
+        {"schema_version": 1, "parts": [{"type": "video", "text": "x"}]},
+        {"schema_version": 1, "parts": [{"type": "text"}]},
+        {"schema_version": 1, "parts": [{"type": "text", "text": 3}]},
+        {"schema_version": 1, "parts": [{"type": "text", "text": "x", "extra": 1}]},
+        {"schema_version": 1, "parts": [{"type": "text", "text": "x", "thought": "yes"}]},
+        {"schema_version": 1, "parts": [{"type": "text", "text": "x\ud800"}]},
+        {"schema_version": 1, "parts": [{"type": "function_call", "name": "1bad", "args": {}}]},
+        {"schema_version": 1, "parts": [{"type": "function_call", "name": "f", "args": []}]},
+        {"schema_version": 1, "parts": [{"type": "function_call", "name": "f", "args": {"x": float("nan")}}]},
+        {"schema_version": 1, "parts": [{"type": "function_call", "name": "f", "args": {"x": "a\x00"}}]},
+        {"schema_version": 1, "parts": [{"type": "function_call", "name": "f", "args": {}, "id": ""}]},
+        {"schema_version": 1, "parts": [{"type": "function_response", "name": "f", "response": {1: 2}}]},
+        {"schema_version": 1, "parts": [{"type": "inline_data", "mime_type": "image/png", "data": b"x"}]},
+    ],
+)
 def test_malformed_wire_content_is_rejected(wire: object) -> None:
     with pytest.raises(ContentError):
         c.validate(wire)
@@ -320,11 +362,17 @@ def test_error_details_never_echo_values() -> None:
         assert secret not in str(info.value) and secret not in repr(info.value.details)
 
 
-@pytest.mark.parametrize("value", [
-    sample(), TextPart(text="x", thought=True), InlineDataPart(mime_type="image/png", data="AAAA"),
-    FileDataPart(mime_type="text/plain", uri="https://example.com/a"),
-    FunctionCallPart(name="f", args={"a": 1}, id="1"), FunctionResponsePart(name="f", response={"r": None}),
-    ContentLimits(max_parts=3),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        sample(),
+        TextPart(text="x", thought=True),
+        InlineDataPart(mime_type="image/png", data="AAAA"),
+        FileDataPart(mime_type="text/plain", uri="https://example.com/a"),
+        FunctionCallPart(name="f", args={"a": 1}, id="1"),
+        FunctionResponsePart(name="f", response={"r": None}),
+        ContentLimits(max_parts=3),
+    ],
+)
 def test_values_pickle(value: object) -> None:
     assert pickle.loads(pickle.dumps(value)) == value

@@ -29,8 +29,11 @@ def test_every_error_class_round_trips_through_pickle_with_keyword_only_argument
     err = cls("something failed", reason="custom_reason", details={"agent": "a", "limit": 3})
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is cls
-    assert (back.reason, back.message, back.details) == ("custom_reason", "something failed",
-                                                         {"agent": "a", "limit": 3})
+    assert (back.reason, back.message, back.details) == (
+        "custom_reason",
+        "something failed",
+        {"agent": "a", "limit": 3},
+    )
     assert back == err
     default = pickle.loads(pickle.dumps(cls()))
     assert default.reason == cls.default_reason
@@ -73,7 +76,8 @@ def test_subclass_relationships_follow_the_tree() -> None:
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
-    max_leaves=20)
+    max_leaves=20,
+)
 
 
 @given(json_values)
@@ -83,6 +87,7 @@ def test_json_safe_output_always_serialises_strictly(value: object) -> None:
 
 # ---- bounded details ---------------------------------------------------------------------------------------------
 
+
 class Opaque:
     """An object whose repr must never reach details."""
 
@@ -90,15 +95,28 @@ class Opaque:
         return "SECRET-REPR"
 
 
-big_leaves = (st.none() | st.booleans() | st.integers() | st.integers(min_value=1 << 63, max_value=1 << 300)
-              | st.integers(max_value=-(1 << 63) - 1, min_value=-(1 << 300)) | st.floats() | st.text(max_size=20)
-              | st.text(min_size=4000, max_size=4200) | st.builds(Opaque))
+big_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=1 << 63, max_value=1 << 300)
+    | st.integers(max_value=-(1 << 63) - 1, min_value=-(1 << 300))
+    | st.floats()
+    | st.text(max_size=20)
+    | st.text(min_size=4000, max_size=4200)
+    | st.builds(Opaque)
+)
 big_keys = st.text(max_size=8) | st.text(min_size=250, max_size=300) | st.integers() | st.tuples(st.integers())
 oversized = st.recursive(
     big_leaves,
-    lambda inner: (st.lists(inner, max_size=80) | st.dictionaries(big_keys, inner, max_size=80)
-                   | st.tuples(inner, inner) | st.frozensets(st.integers(), max_size=80)),
-    max_leaves=300)
+    lambda inner: (
+        st.lists(inner, max_size=80)
+        | st.dictionaries(big_keys, inner, max_size=80)
+        | st.tuples(inner, inner)
+        | st.frozensets(st.integers(), max_size=80)
+    ),
+    max_leaves=300,
+)
 """Values past every bound: long strings and keys, wide and deep containers, huge ints, opaque objects."""
 
 
@@ -139,8 +157,11 @@ def shape(value: object, depth: int = 0, seen: Shape | None = None) -> Shape:
 _SLACK = 4 * errors.MAX_DETAIL_ITEMS * (errors.MAX_DETAIL_DEPTH + 2) + errors.MAX_DETAIL_STR
 
 
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
 @given(oversized)
 def test_json_safe_bounds_depth_entries_strings_keys_and_total_size_and_is_idempotent(value: object) -> None:
     safe = json_safe(value)
@@ -159,11 +180,14 @@ def test_json_safe_bounds_depth_entries_strings_keys_and_total_size_and_is_idemp
 
 storable_text = st.characters(exclude_categories=["Cs"], exclude_characters="\x00")
 small_json = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(storable_text, max_size=40),
-    lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.text(storable_text, max_size=12), inner,
-                                                                max_size=8),
-    max_leaves=30)
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(storable_text, max_size=40),
+    lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.text(storable_text, max_size=12), inner, max_size=8),
+    max_leaves=30,
+)
 
 
 @given(small_json)
@@ -199,7 +223,7 @@ def test_an_error_bounds_its_reason_and_details_and_pickles_them_unchanged(reaso
     assert len(err.reason) <= errors.MAX_REASON_CHARS
     canonical_dumps([err.reason, err.details])
     if "\x00" not in reason and all(not "\ud800" <= c <= "\udfff" for c in reason):
-        assert err.reason == (reason[:errors.MAX_REASON_CHARS] or "workflow_error")
+        assert err.reason == (reason[: errors.MAX_REASON_CHARS] or "workflow_error")
     assert shape(err.details).items <= errors.MAX_DETAIL_ITEMS
     assert shape(err.details).cost <= errors.MAX_DETAIL_BUDGET + _SLACK
     back = pickle.loads(pickle.dumps(err))

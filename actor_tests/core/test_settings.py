@@ -16,8 +16,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_defaults_without_file_or_environment() -> None:
-    s = load_settings(env={}, use_env=True, config_file=None) if not Path("config/adk.toml").exists() else \
-        load_settings(REPO / "config" / "adk.toml", env={})
+    s = (
+        load_settings(env={}, use_env=True, config_file=None)
+        if not Path("config/adk.toml").exists()
+        else load_settings(REPO / "config" / "adk.toml", env={})
+    )
     assert s.admin_port == 19500 and s.bind_ip == "127.0.0.1" and s.owned is True
     assert s.gemini_api_key is None
 
@@ -36,7 +39,7 @@ def test_checked_in_adk_toml_lists_every_setting_with_its_default() -> None:
 
 def test_precedence_file_then_environment_then_arguments(tmp_path: Path) -> None:
     cfg = tmp_path / "adk.toml"
-    cfg.write_text('[runtime]\nhosts = 3\nworkers = 5\n[system]\nadmin_port = 21000\n')
+    cfg.write_text("[runtime]\nhosts = 3\nworkers = 5\n[system]\nadmin_port = 21000\n")
     s = load_settings(cfg, env={"ADK_WORKERS": "7", "ADK_ADMIN_PORT": "21001"}, admin_port=21002)
     assert (s.hosts, s.workers, s.admin_port) == (3, 7, 21002)
 
@@ -55,9 +58,18 @@ def test_unknown_keys_are_rejected_from_every_source(tmp_path: Path, source: str
     assert info.value.reason == "unknown_key"
 
 
-@pytest.mark.parametrize(("key", "value"), [("hosts", 0), ("admin_port", 80), ("log_format", "xml"),
-                                             ("owned", "maybe"), ("ask_timeout_s", -1), ("hosts", True),
-                                             ("agent_call_timeout_ms", "forever")])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("hosts", 0),
+        ("admin_port", 80),
+        ("log_format", "xml"),
+        ("owned", "maybe"),
+        ("ask_timeout_s", -1),
+        ("hosts", True),
+        ("agent_call_timeout_ms", "forever"),
+    ],
+)
 def test_invalid_values_are_rejected_with_the_key_named(key: str, value: object) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(env={}, **{key: value})

@@ -13,15 +13,38 @@ import pytest
 from adk_actors.devtools import bench
 from adk_actors.runtime.system import ActorSystemHandle
 
-TINY = bench.Sizes(asks=5, hops=5, jobs=3, restarts=2, inner=10, idle_actors=4, idle_s=0.2, provider_calls=3,
-                   sse_chunks=20, sse_chunk_chars=8, sse_streams=1, session_events=10, session_reads=1,
-                   session_backends=("memory", "sqlite"), runner_runs=3, concurrent_runs=10,
-                   concurrent_io_threads=(16,), agent_turns=3, agent_concurrency=(5,), idle_agents=5,
-                   idle_agents_s=0.2, spawn_agents=10, soak_turns=5, soak_latency_ms=0, concurrent_starts=5)
+TINY = bench.Sizes(
+    asks=5,
+    hops=5,
+    jobs=3,
+    restarts=2,
+    inner=10,
+    idle_actors=4,
+    idle_s=0.2,
+    provider_calls=3,
+    sse_chunks=20,
+    sse_chunk_chars=8,
+    sse_streams=1,
+    session_events=10,
+    session_reads=1,
+    session_backends=("memory", "sqlite"),
+    runner_runs=3,
+    concurrent_runs=10,
+    concurrent_io_threads=(16,),
+    agent_turns=3,
+    agent_concurrency=(5,),
+    idle_agents=5,
+    idle_agents_s=0.2,
+    spawn_agents=10,
+    soak_turns=5,
+    soak_latency_ms=0,
+    concurrent_starts=5,
+)
 
 
-def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(system: ActorSystemHandle,
-                                                                               tmp_path: Path) -> None:
+def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(
+    system: ActorSystemHandle, tmp_path: Path
+) -> None:
     results = bench.run(sizes=TINY, handle=system)
     assert list(results) == list(bench.BENCHMARKS)
     for name, res in results.items():
@@ -54,8 +77,13 @@ def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(sy
 
     info = bench.machine_info()
     assert info["cores"] and info["python"]
-    report = bench.render(results, info, command="python -m adk_actors.devtools.bench --quick", quick=True,
-                          started=dt.datetime.now(dt.UTC))
+    report = bench.render(
+        results,
+        info,
+        command="python -m adk_actors.devtools.bench --quick",
+        quick=True,
+        started=dt.datetime.now(dt.UTC),
+    )
     assert report.startswith("## ") and "quick run" in report.splitlines()[0]
     assert report.count("\n### ") == len(bench.BENCHMARKS)
     assert "Targets:" in report and "ask to an inner actor" in report

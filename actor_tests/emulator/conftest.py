@@ -133,5 +133,6 @@ def served_bodies() -> Iterator[list[Served]]:
         except Exception as exc:  # pydantic.ValidationError or malformed JSON: either fails the test
             failures.append(f"{item.method} {item.path}: {type(exc).__name__}: {str(exc)[:600]}")
     if failures:
-        pytest.fail("google-genai types rejected bodies the emulator served:\n" + "\n".join(failures[:5]),
-                    pytrace=False)
+        pytest.fail(
+            "google-genai types rejected bodies the emulator served:\n" + "\n".join(failures[:5]), pytrace=False
+        )

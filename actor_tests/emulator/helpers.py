@@ -25,9 +25,18 @@ WEATHER_TOOL = {
 }
 
 
-def post(base_url: str, path: str, body: Any = None, *, key: str | None = KEY, raw: bytes | None = None,
-         params: dict[str, str] | None = None, timeout: float = 30, stream: bool = False,
-         session: requests.Session | None = None) -> requests.Response:
+def post(
+    base_url: str,
+    path: str,
+    body: Any = None,
+    *,
+    key: str | None = KEY,
+    raw: bytes | None = None,
+    params: dict[str, str] | None = None,
+    timeout: float = 30,
+    stream: bool = False,
+    session: requests.Session | None = None,
+) -> requests.Response:
     """POST JSON (or raw bytes) with the API key header."""
     headers = {"Content-Type": "application/json"}
     if key is not None:
@@ -52,7 +61,7 @@ def sse_events(raw: bytes) -> list[dict[str, Any]]:
             continue
         assert block.startswith(b"data: "), block[:30]
         assert b"\n" not in block and b"\r" not in block
-        events.append(json.loads(block[len(b"data: "):]))
+        events.append(json.loads(block[len(b"data: ") :]))
     return events
 
 
@@ -83,5 +92,5 @@ def dechunk(body: bytes) -> bytes:
         if size == 0:
             break
         out += rest[:size]
-        body = rest[size + 2:]
+        body = rest[size + 2 :]
     return out

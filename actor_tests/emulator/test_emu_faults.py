@@ -163,8 +163,9 @@ def test_an_internal_error_answers_500_without_the_exception_text(monkeypatch: p
         monkeypatch.setattr(emu.engine, "generate", broken)
         resp = post(emu.base_url, GEN, {"contents": [user("x")]})
         assert resp.status_code == 500
-        assert resp.json() == {"error": {"code": 500, "message": "Emulator internal error (RuntimeError).",
-                                         "status": "INTERNAL"}}
+        assert resp.json() == {
+            "error": {"code": 500, "message": "Emulator internal error (RuntimeError).", "status": "INTERNAL"}
+        }
         assert "SECRET" not in resp.text and "engine bug" not in resp.text
         # the connection and the server survive the bug
         monkeypatch.undo()

@@ -53,11 +53,26 @@ def test_weather_round_trip_with_url_safe_signature(emu: Emulator) -> None:
     sig = base64.b64decode(parts[0]["thoughtSignature"])
     assert b"\xfb\xff" in sig and len(sig) >= 32
     # Echo the model content with the signature re-encoded in the URL-safe alphabet, without padding (as the SDK does).
-    echoed = {"role": "model", "parts": [{"functionCall": call,
-                                          "thoughtSignature": base64.urlsafe_b64encode(sig).decode().rstrip("=")}]}
+    echoed = {
+        "role": "model",
+        "parts": [{"functionCall": call, "thoughtSignature": base64.urlsafe_b64encode(sig).decode().rstrip("=")}],
+    }
     assert echoed["parts"][0]["thoughtSignature"] != parts[0]["thoughtSignature"]
-    contents += [echoed, {"role": "user", "parts": [{"functionResponse": {
-        "id": call["id"], "name": "get_weather", "response": {"result": {"forecast": "sunny", "temp_c": 22}}}}]}]
+    contents += [
+        echoed,
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "id": call["id"],
+                        "name": "get_weather",
+                        "response": {"result": {"forecast": "sunny", "temp_c": 22}},
+                    }
+                }
+            ],
+        },
+    ]
     second = post(emu.base_url, GEN, {"contents": contents, "tools": [WEATHER_TOOL]})
     assert second.status_code == 200, second.text
     assert _parts(second.json())[0]["text"] == "The weather in Tokyo is forecast: sunny, temp_c: 22."
@@ -166,9 +181,17 @@ def test_custom_script_templates_times_and_counters() -> None:
         assert [p["functionCall"]["name"] for p in parts] == ["add", "log"]
         assert parts[0]["functionCall"]["args"] == {"a": "2", "b": "3"}
         assert "thoughtSignature" in parts[0] and "thoughtSignature" not in parts[1]  # only the first call is signed
-        contents = [user("please add 2 and 3"), calls["candidates"][0]["content"], {"role": "user", "parts": [
-            {"functionResponse": {"id": parts[0]["functionCall"]["id"], "name": "add", "response": {"sum": 5}}},
-            {"functionResponse": {"id": parts[1]["functionCall"]["id"], "name": "log", "response": {}}}]}]
+        contents = [
+            user("please add 2 and 3"),
+            calls["candidates"][0]["content"],
+            {
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"id": parts[0]["functionCall"]["id"], "name": "add", "response": {"sum": 5}}},
+                    {"functionResponse": {"id": parts[1]["functionCall"]["id"], "name": "log", "response": {}}},
+                ],
+            },
+        ]
         final = post(emu.base_url, GEN, {"contents": contents}).json()
         assert _parts(final)[0]["text"] == "2+3=5 (add) {literal} {unknown.var}"
         plain_json = post(emu.base_url, GEN, {"contents": [user("an object please")]}).json()

@@ -90,8 +90,9 @@ def test_upstream_failure_with_the_key_in_the_query_leaks_it_nowhere(tmp_path: P
     finally:
         upstream.stop()
     assert ok.status_code == 200 and failed.status_code == 502
-    assert failed.json() == {"error": {"code": 502, "message": "Upstream request failed (ConnectionError).",
-                                       "status": "UNAVAILABLE"}}
+    assert failed.json() == {
+        "error": {"code": 502, "message": "Upstream request failed (ConnectionError).", "status": "UNAVAILABLE"}
+    }
     assert secret not in failed.text and secret not in ok.text and secret not in logged
     text = tape.read_text()
     assert secret not in text
@@ -169,11 +170,18 @@ def test_stop_does_not_wait_for_an_in_flight_upstream_call(tmp_path: Path) -> No
     assert not (tmp_path / "t.jsonl").exists()
 
 
-def test_recorded_midstream_error_replays_and_is_not_taken_for_a_response(tmp_path: Path,
-                                                                           served_bodies: list[Any]) -> None:
+def test_recorded_midstream_error_replays_and_is_not_taken_for_a_response(
+    tmp_path: Path, served_bodies: list[Any]
+) -> None:
     tape = tmp_path / "tape.jsonl"
-    script = {"rules": [{"when": {}, "respond": {"text": "abcdefghij", "chunks": 4,
-                                                 "fault": {"kind": "midstream_error", "after_chunks": 2}}}]}
+    script = {
+        "rules": [
+            {
+                "when": {},
+                "respond": {"text": "abcdefghij", "chunks": 4, "fault": {"kind": "midstream_error", "after_chunks": 2}},
+            }
+        ]
+    }
     body = {"contents": [user("x")]}
     with Emulator(script=script) as upstream, Emulator(record=tape, upstream=upstream.base_url) as recorder:
         live = post(recorder.base_url, STREAM, body, params={"alt": "sse"})

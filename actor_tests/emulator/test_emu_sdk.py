@@ -205,18 +205,21 @@ def test_sdk_types_accept_other_resources(emu: Emulator, served_bodies: list[Ser
     assert {"CachedContent", "ListCachedContentsResponse", "DeleteCachedContentResponse", "CountTokensResponse",
             "GenerateContentResponse"} <= set(validated)  # fmt: skip
     usage = [json.loads(i.body)["usageMetadata"] for i in served_bodies if sdk_type_for(i) == "GenerateContentResponse"]
-    assert usage and all(u["cacheTokensDetails"][0]["tokenCount"] == cache["usageMetadata"]["totalTokenCount"]
-                         for u in usage)  # cached-content usage was served (and so validated)
+    assert usage and all(
+        u["cacheTokensDetails"][0]["tokenCount"] == cache["usageMetadata"]["totalTokenCount"] for u in usage
+    )  # cached-content usage was served (and so validated)
 
 
 def test_the_served_body_check_rejects_what_the_sdk_rejects() -> None:
     path = f"/v1beta/models/{MODEL}:generateContent"
     good = b'{"candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]}, "index": 0}]}'
     assert validate_with_sdk(Served("POST", path, 200, good)) == "GenerateContentResponse"
-    for bad in (b'{"candidates": [], "bogusField": 1}',
-                b'{"candidates": [{"content": {"parts": [{"text": "x", "thoughtSignature": "not base64!"}]}}]}',
-                b'{"candidates": [{"content": {"parts": [{"executableCode": {"language": "COBOL!"}}]}}]}',
-                b'{"candidates": [{"finishReason": "DONE_AND_DUSTED"}]}'):
+    for bad in (
+        b'{"candidates": [], "bogusField": 1}',
+        b'{"candidates": [{"content": {"parts": [{"text": "x", "thoughtSignature": "not base64!"}]}}]}',
+        b'{"candidates": [{"content": {"parts": [{"executableCode": {"language": "COBOL!"}}]}}]}',
+        b'{"candidates": [{"finishReason": "DONE_AND_DUSTED"}]}',
+    ):
         with pytest.raises((ValidationError, UnknownEnumValue)):
             validate_with_sdk(Served("POST", path, 200, bad))
     count = b'{"totalTokens": 2, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": "many"}]}'

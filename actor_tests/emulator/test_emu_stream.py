@@ -56,8 +56,17 @@ def test_stream_keep_alive_reuses_connection(emu: Emulator) -> None:
 
 
 def test_stream_function_calls_never_split_and_thoughts_first() -> None:
-    script = {"rules": [{"when": {}, "respond": {
-        "thought": "planning", "function_calls": [{"name": "a", "args": {"x": 1}}, {"name": "b", "args": {"y": 2}}]}}]}
+    script = {
+        "rules": [
+            {
+                "when": {},
+                "respond": {
+                    "thought": "planning",
+                    "function_calls": [{"name": "a", "args": {"x": 1}}, {"name": "b", "args": {"y": 2}}],
+                },
+            }
+        ]
+    }
     with Emulator(script=script) as emu:
         cfg = {"thinkingConfig": {"includeThoughts": True}}
         events = _stream(emu, {"contents": [user("go")], "generationConfig": cfg})

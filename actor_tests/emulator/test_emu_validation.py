@@ -230,8 +230,9 @@ def test_case_count() -> None:
 
 
 @pytest.mark.parametrize(("path", "body", "key", "status", "error"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_malformed_request(strict_emu: Emulator, path: str, body: Any, key: str | None, status: int,
-                           error: dict[str, Any]) -> None:
+def test_malformed_request(
+    strict_emu: Emulator, path: str, body: Any, key: str | None, status: int, error: dict[str, Any]
+) -> None:
     raw = body if isinstance(body, bytes) else None
     resp = post(strict_emu.base_url, path, None if raw else body, key=key, raw=raw)
     assert resp.status_code == status

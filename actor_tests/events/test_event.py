@@ -17,13 +17,24 @@ from adk_actors.events import ErrorInfo, Event, EventActions, Pause
 
 def full_event() -> Event:
     return Event.new(
-        invocation_id="inv-1", author="assistant", timestamp=1700000000.25, branch="root.child",
+        invocation_id="inv-1",
+        author="assistant",
+        timestamp=1700000000.25,
+        branch="root.child",
         content=c.new([c.text("Hi"), c.function_call("f", {"api_key": "abc123456", "x": 1}, id="c1")]),
-        partial=False, is_final=True,
-        actions=EventActions(state_delta={"user:name": "Ada", "temp:token": "t0ps3cret"},
-                             pause=Pause(continuation_id="cont-1", reason="tool_confirmation",
-                                         details={"type": "tool_confirmation", "action_id": "a1"}),
-                             transfer_to_agent="other", escalate=True, context_effects=({"kind": "compact"},)),
+        partial=False,
+        is_final=True,
+        actions=EventActions(
+            state_delta={"user:name": "Ada", "temp:token": "t0ps3cret"},
+            pause=Pause(
+                continuation_id="cont-1",
+                reason="tool_confirmation",
+                details={"type": "tool_confirmation", "action_id": "a1"},
+            ),
+            transfer_to_agent="other",
+            escalate=True,
+            context_effects=({"kind": "compact"},),
+        ),
         provider_metadata={"usage": {"total_tokens": 5}},
         error=ErrorInfo(reason="rate_limited", type="RateLimited", details={"retry_delay_s": 2}),
     )
@@ -49,11 +60,24 @@ def test_round_trip_is_exact() -> None:
 def test_minimal_wire_shape_matches_contract() -> None:
     event = Event(id="e1", invocation_id="", author="user", timestamp=1)
     assert event.to_dict() == {
-        "schema_version": 1, "id": "e1", "invocation_id": "", "author": "user", "timestamp": 1.0,
-        "content": None, "partial": False, "is_final": False,
-        "actions": {"state_delta": {}, "pause": None, "transfer_to_agent": None, "escalate": False,
-                    "context_effects": []},
-        "provider_metadata": None, "error": None, "branch": None,
+        "schema_version": 1,
+        "id": "e1",
+        "invocation_id": "",
+        "author": "user",
+        "timestamp": 1.0,
+        "content": None,
+        "partial": False,
+        "is_final": False,
+        "actions": {
+            "state_delta": {},
+            "pause": None,
+            "transfer_to_agent": None,
+            "escalate": False,
+            "context_effects": [],
+        },
+        "provider_metadata": None,
+        "error": None,
+        "branch": None,
     }
     assert Event.from_dict(event.to_dict()) == event
     assert event.actions.is_empty()
@@ -75,17 +99,36 @@ def _mutations() -> list[tuple[str, Any]]:
 
     for key in full_event().to_dict():
         out.append(variant([key], KeyError))
-    out += [variant(["extra"], 1), variant(["schema_version"], 2), variant(["schema_version"], True),
-            variant(["id"], ""), variant(["id"], 5), variant(["id"], "a\x00"), variant(["author"], None),
-            variant(["timestamp"], "now"), variant(["timestamp"], True), variant(["timestamp"], float("inf")),
-            variant(["partial"], 0), variant(["is_final"], "true"), variant(["content"], "hello"),
-            variant(["content"], {"parts": []}), variant(["actions"], None), variant(["actions", "extra"], 1),
-            variant(["actions", "state_delta"], []), variant(["actions", "state_delta"], {"k": float("nan")}),
-            variant(["actions", "escalate"], None), variant(["actions", "context_effects"], {}),
-            variant(["actions", "context_effects"], [1]), variant(["actions", "pause"], {"reason": "x"}),
-            variant(["actions", "pause"], {"continuation_id": "c", "reason": "r", "details": {}, "x": 1}),
-            variant(["actions", "transfer_to_agent"], 3), variant(["provider_metadata"], []),
-            variant(["error"], {"reason": "x"}), variant(["error"], "boom"), variant(["branch"], 1)]
+    out += [
+        variant(["extra"], 1),
+        variant(["schema_version"], 2),
+        variant(["schema_version"], True),
+        variant(["id"], ""),
+        variant(["id"], 5),
+        variant(["id"], "a\x00"),
+        variant(["author"], None),
+        variant(["timestamp"], "now"),
+        variant(["timestamp"], True),
+        variant(["timestamp"], float("inf")),
+        variant(["partial"], 0),
+        variant(["is_final"], "true"),
+        variant(["content"], "hello"),
+        variant(["content"], {"parts": []}),
+        variant(["actions"], None),
+        variant(["actions", "extra"], 1),
+        variant(["actions", "state_delta"], []),
+        variant(["actions", "state_delta"], {"k": float("nan")}),
+        variant(["actions", "escalate"], None),
+        variant(["actions", "context_effects"], {}),
+        variant(["actions", "context_effects"], [1]),
+        variant(["actions", "pause"], {"reason": "x"}),
+        variant(["actions", "pause"], {"continuation_id": "c", "reason": "r", "details": {}, "x": 1}),
+        variant(["actions", "transfer_to_agent"], 3),
+        variant(["provider_metadata"], []),
+        variant(["error"], {"reason": "x"}),
+        variant(["error"], "boom"),
+        variant(["branch"], 1),
+    ]
     return out
 
 
@@ -95,8 +138,11 @@ def test_malformed_events_are_rejected(where: str, wire: dict[str, Any]) -> None
         Event.from_dict(wire)
 
 
-@pytest.mark.parametrize("timestamp", [10**400, -(10**400), 2**1024, 10**5000, float("nan"), float("-inf")],
-                         ids=["1e400", "-1e400", "2^1024", "1e5000", "nan", "-inf"])
+@pytest.mark.parametrize(
+    "timestamp",
+    [10**400, -(10**400), 2**1024, 10**5000, float("nan"), float("-inf")],
+    ids=["1e400", "-1e400", "2^1024", "1e5000", "nan", "-inf"],
+)
 def test_out_of_range_timestamps_are_event_errors(timestamp: Any) -> None:
     wire = full_event().to_dict()
     wire["timestamp"] = timestamp
@@ -182,8 +228,9 @@ def test_is_final_response() -> None:
     assert not Event.new(invocation_id="i", author="a", is_final=True, partial=True).is_final_response()
 
 
-@pytest.mark.parametrize("value", [full_event(), EventActions(), Pause(continuation_id="c", reason="r"),
-                                   ErrorInfo(reason="r", type="T")])
+@pytest.mark.parametrize(
+    "value", [full_event(), EventActions(), Pause(continuation_id="c", reason="r"), ErrorInfo(reason="r", type="T")]
+)
 def test_values_pickle(value: object) -> None:
     assert pickle.loads(pickle.dumps(value)) == value
 
@@ -193,10 +240,14 @@ def test_values_pickle(value: object) -> None:
 # (Built by map: hypothesis cannot repr a sampled 10**5000 past the interpreter's int-to-str limit.)
 huge_ints = st.builds(lambda e, sign: sign * 10**e, st.sampled_from([309, 400, 4299, 5000]), st.sampled_from([1, -1]))
 any_text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=12) | st.sampled_from(
-    ["\ud800", "a\udfff", "\udc00b", "x\x00"])
+    ["\ud800", "a\udfff", "\udc00b", "x\x00"]
+)
 scalars = st.none() | st.booleans() | st.integers() | huge_ints | st.floats() | st.text(max_size=12) | any_text
-junk = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
-                    | st.dictionaries(st.text(max_size=6) | any_text, inner, max_size=3), max_leaves=12)
+junk = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6) | any_text, inner, max_size=3),
+    max_leaves=12,
+)
 
 
 def _perturbed(draw_key: str, value: Any) -> dict[str, Any]:
@@ -209,12 +260,18 @@ event_keys = st.sampled_from(sorted(full_event().to_dict()))
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.one_of(junk, st.builds(_perturbed, event_keys, junk),
-                 st.builds(_perturbed, st.sampled_from(["timestamp", "id", "author", "branch"]), scalars),
-                 st.builds(lambda k, v: {**full_event().to_dict(),
-                                         "actions": {**full_event().to_dict()["actions"], k: v}},
-                           st.sampled_from(["state_delta", "pause", "transfer_to_agent", "escalate",
-                                            "context_effects"]), junk)))
+@given(
+    st.one_of(
+        junk,
+        st.builds(_perturbed, event_keys, junk),
+        st.builds(_perturbed, st.sampled_from(["timestamp", "id", "author", "branch"]), scalars),
+        st.builds(
+            lambda k, v: {**full_event().to_dict(), "actions": {**full_event().to_dict()["actions"], k: v}},
+            st.sampled_from(["state_delta", "pause", "transfer_to_agent", "escalate", "context_effects"]),
+            junk,
+        ),
+    )
+)
 def test_event_decoding_raises_only_event_errors(value: Any) -> None:
     try:
         event = Event.from_dict(value)

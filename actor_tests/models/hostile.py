@@ -31,8 +31,15 @@ class HostilePeer:
     * ``canned``: ``body`` (bytes, sent as they are) with ``content_type``, then the connection is closed.
     """
 
-    def __init__(self, mode: Mode, *, interval: float = 0.2, size: int = 0, body: bytes = b"",
-                 content_type: str = "application/json") -> None:
+    def __init__(
+        self,
+        mode: Mode,
+        *,
+        interval: float = 0.2,
+        size: int = 0,
+        body: bytes = b"",
+        content_type: str = "application/json",
+    ) -> None:
         self.mode, self.interval, self.size = mode, interval, size
         self.body, self.content_type = body, content_type
         self.accepted = 0
@@ -124,21 +131,27 @@ class HostilePeer:
                 conn.sendall(_HEAD + b"Transfer-Encoding: chunked\r\n\r\n")
                 piece = b" " * 65536
                 chunk = b"%x\r\n%s\r\n" % (len(piece), piece)
-                conn.sendall(b'1\r\n[\r\n')
+                conn.sendall(b"1\r\n[\r\n")
                 while not self._stopped(0):
                     conn.sendall(chunk)
             elif self.mode == "endless_sse":
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                             b"Transfer-Encoding: chunked\r\n\r\n")
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                )
                 while not self._stopped(self.interval):
                     conn.sendall(b"3\r\n:\r\n\r\n")
             elif self.mode == "canned":
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n"
-                             b"Connection: close\r\n\r\n" % (self.content_type.encode(), len(self.body)) + self.body)
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n"
+                    b"Connection: close\r\n\r\n" % (self.content_type.encode(), len(self.body)) + self.body
+                )
             elif self.mode == "big_body":
                 text = b"x" * max(0, self.size - 100)
-                body = (b'{"candidates":[{"content":{"role":"model","parts":[{"text":"' + text
-                        + b'"}]},"finishReason":"STOP"}]}')
+                body = (
+                    b'{"candidates":[{"content":{"role":"model","parts":[{"text":"'
+                    + text
+                    + b'"}]},"finishReason":"STOP"}]}'
+                )
                 conn.sendall(_HEAD + b"Content-Length: %d\r\n\r\n" % len(body))
                 conn.sendall(body)
                 self._stopped(None)  # type: ignore[arg-type]

@@ -23,46 +23,92 @@ def test_defaults_use_flash_lite_and_no_generation_config():
     assert cfg.retry.max_attempts == 1 and cfg.request_timeout_s == DEFAULT_REQUEST_TIMEOUT_S == 60.0
 
 
-@pytest.mark.parametrize(("config", "path"), [
-    ({"modle": "x"}, "modle"),
-    ({"generation_config": {"temprature": 1}}, "generation_config.temprature"),
-    ({"generation_config": {"thinking_config": {"level": "low"}}}, "generation_config.thinking_config.level"),
-    ({"thinking_config": {"include_thought": True}}, "thinking_config.include_thought"),
-    ({"safety_settings": [{"category": "harassment", "threshold": "off", "method": "x"}]},
-     "safety_settings[0].method"),
-    ({"retry": {"attempts": 2}}, "retry.attempts"),
-    ({"tool_config": {"function_calling_config": {"modes": "any"}}}, "tool_config.function_calling_config.modes"),
-])
+@pytest.mark.parametrize(
+    ("config", "path"),
+    [
+        ({"modle": "x"}, "modle"),
+        ({"generation_config": {"temprature": 1}}, "generation_config.temprature"),
+        ({"generation_config": {"thinking_config": {"level": "low"}}}, "generation_config.thinking_config.level"),
+        ({"thinking_config": {"include_thought": True}}, "thinking_config.include_thought"),
+        (
+            {"safety_settings": [{"category": "harassment", "threshold": "off", "method": "x"}]},
+            "safety_settings[0].method",
+        ),
+        ({"retry": {"attempts": 2}}, "retry.attempts"),
+        ({"tool_config": {"function_calling_config": {"modes": "any"}}}, "tool_config.function_calling_config.modes"),
+    ],
+)
 def test_unknown_keys_fail_with_their_path(config, path):
     assert _reason(config) == ("unknown_key", {"key": path})
 
 
 def test_agent_keys_are_accepted_and_ignored():
-    parse_config({"name": "a", "description": "d", "output_key": "k", "input_schema": {}, "output_schema": {},
-                  "history_policy": {}, "sub_agents": [], "callbacks": {}, "callback_config": {}})
+    parse_config(
+        {
+            "name": "a",
+            "description": "d",
+            "output_key": "k",
+            "input_schema": {},
+            "output_schema": {},
+            "history_policy": {},
+            "sub_agents": [],
+            "callbacks": {},
+            "callback_config": {},
+        }
+    )
 
 
 def test_generation_config_maps_to_camel_case():
-    cfg = parse_config({"generation_config": {
-        "temperature": 0.2, "top_p": 0.9, "top_k": 40, "max_output_tokens": 64, "stop_sequences": ["END"],
-        "candidate_count": 1, "seed": 7, "response_mime_type": "application/json",
-        "response_json_schema": {"type": "object"},
-        "thinking_config": {"thinking_level": "high", "include_thoughts": True}}})
+    cfg = parse_config(
+        {
+            "generation_config": {
+                "temperature": 0.2,
+                "top_p": 0.9,
+                "top_k": 40,
+                "max_output_tokens": 64,
+                "stop_sequences": ["END"],
+                "candidate_count": 1,
+                "seed": 7,
+                "response_mime_type": "application/json",
+                "response_json_schema": {"type": "object"},
+                "thinking_config": {"thinking_level": "high", "include_thoughts": True},
+            }
+        }
+    )
     assert cfg.generation_config_wire == {
-        "temperature": 0.2, "topP": 0.9, "topK": 40, "maxOutputTokens": 64, "stopSequences": ["END"],
-        "candidateCount": 1, "seed": 7, "responseMimeType": "application/json",
+        "temperature": 0.2,
+        "topP": 0.9,
+        "topK": 40,
+        "maxOutputTokens": 64,
+        "stopSequences": ["END"],
+        "candidateCount": 1,
+        "seed": 7,
+        "responseMimeType": "application/json",
         "responseJsonSchema": {"type": "object"},
-        "thinkingConfig": {"thinkingLevel": "HIGH", "includeThoughts": True}}
+        "thinkingConfig": {"thinkingLevel": "HIGH", "includeThoughts": True},
+    }
     assert cfg.include_thoughts
 
 
 def test_top_level_provider_options_are_equivalent_to_generation_config():
-    top = parse_config({"thinking_config": {"thinking_budget": 128}, "response_mime_type": "application/json",
-                        "response_schema": {"type": "object"},
-                        "safety_settings": [{"category": "harassment", "threshold": "off"}]})
-    nested = parse_config({"generation_config": {
-        "thinking_config": {"thinking_budget": 128}, "response_mime_type": "application/json",
-        "response_schema": {"type": "object"}, "safety_settings": [{"category": "harassment", "threshold": "off"}]}})
+    top = parse_config(
+        {
+            "thinking_config": {"thinking_budget": 128},
+            "response_mime_type": "application/json",
+            "response_schema": {"type": "object"},
+            "safety_settings": [{"category": "harassment", "threshold": "off"}],
+        }
+    )
+    nested = parse_config(
+        {
+            "generation_config": {
+                "thinking_config": {"thinking_budget": 128},
+                "response_mime_type": "application/json",
+                "response_schema": {"type": "object"},
+                "safety_settings": [{"category": "harassment", "threshold": "off"}],
+            }
+        }
+    )
     assert top == nested
     assert top.generation_config_wire["responseSchema"] == {"type": "OBJECT"}
 
@@ -89,14 +135,21 @@ def test_unknown_thinking_level_is_invalid():
 
 
 def test_schema_without_mime_type_defaults_to_json():
-    cfg = parse_config({"response_schema": {"type": "object", "properties": {"a": {"type": "string"},
-                                                                            "type": {"type": "array",
-                                                                                     "items": {"type": "integer"}}}}})
+    cfg = parse_config(
+        {
+            "response_schema": {
+                "type": "object",
+                "properties": {"a": {"type": "string"}, "type": {"type": "array", "items": {"type": "integer"}}},
+            }
+        }
+    )
     gen = cfg.generation_config_wire
     assert gen["responseMimeType"] == "application/json"
-    assert gen["responseSchema"] == {"type": "OBJECT", "properties": {
-        "a": {"type": "STRING"}, "type": {"type": "ARRAY", "items": {"type": "INTEGER"}}},
-        "propertyOrdering": ["a", "type"]}
+    assert gen["responseSchema"] == {
+        "type": "OBJECT",
+        "properties": {"a": {"type": "STRING"}, "type": {"type": "ARRAY", "items": {"type": "INTEGER"}}},
+        "propertyOrdering": ["a", "type"],
+    }
 
 
 def test_response_schema_and_json_schema_conflict():
@@ -104,20 +157,29 @@ def test_response_schema_and_json_schema_conflict():
     assert reason == "conflicting_keys"
 
 
-SAFETY_CATEGORIES = {"harassment": "HARM_CATEGORY_HARASSMENT", "hate_speech": "HARM_CATEGORY_HATE_SPEECH",
-                     "sexually_explicit": "HARM_CATEGORY_SEXUALLY_EXPLICIT",
-                     "dangerous_content": "HARM_CATEGORY_DANGEROUS_CONTENT"}
-SAFETY_THRESHOLDS = {"off": "OFF", "block_none": "BLOCK_NONE", "block_only_high": "BLOCK_ONLY_HIGH",
-                     "block_medium_and_above": "BLOCK_MEDIUM_AND_ABOVE",
-                     "block_low_and_above": "BLOCK_LOW_AND_ABOVE", "unspecified": "HARM_BLOCK_THRESHOLD_UNSPECIFIED"}
+SAFETY_CATEGORIES = {
+    "harassment": "HARM_CATEGORY_HARASSMENT",
+    "hate_speech": "HARM_CATEGORY_HATE_SPEECH",
+    "sexually_explicit": "HARM_CATEGORY_SEXUALLY_EXPLICIT",
+    "dangerous_content": "HARM_CATEGORY_DANGEROUS_CONTENT",
+}
+SAFETY_THRESHOLDS = {
+    "off": "OFF",
+    "block_none": "BLOCK_NONE",
+    "block_only_high": "BLOCK_ONLY_HIGH",
+    "block_medium_and_above": "BLOCK_MEDIUM_AND_ABOVE",
+    "block_low_and_above": "BLOCK_LOW_AND_ABOVE",
+    "unspecified": "HARM_BLOCK_THRESHOLD_UNSPECIFIED",
+}
 
 
 @pytest.mark.parametrize("category", sorted(SAFETY_CATEGORIES))
 @pytest.mark.parametrize("threshold", sorted(SAFETY_THRESHOLDS))
 def test_safety_enums_encode_to_rest_names(category, threshold):
     cfg = parse_config({"safety_settings": [{"category": category, "threshold": threshold}]})
-    assert cfg.safety_settings_wire == ({"category": SAFETY_CATEGORIES[category],
-                                         "threshold": SAFETY_THRESHOLDS[threshold]},)
+    assert cfg.safety_settings_wire == (
+        {"category": SAFETY_CATEGORIES[category], "threshold": SAFETY_THRESHOLDS[threshold]},
+    )
 
 
 def test_civic_integrity_is_rejected():
@@ -126,36 +188,50 @@ def test_civic_integrity_is_rejected():
 
 
 def test_duplicate_safety_category_is_rejected():
-    reason, _ = _reason({"safety_settings": [{"category": "harassment", "threshold": "off"},
-                                             {"category": "harassment", "threshold": "block_none"}]})
+    reason, _ = _reason(
+        {
+            "safety_settings": [
+                {"category": "harassment", "threshold": "off"},
+                {"category": "harassment", "threshold": "block_none"},
+            ]
+        }
+    )
     assert reason == "duplicate_safety_category"
 
 
-@pytest.mark.parametrize("setting", [{"category": "harassment", "threshold": "maybe"},
-                                     {"category": "jailbreak", "threshold": "off"},
-                                     {"category": "harassment"}])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"category": "harassment", "threshold": "maybe"},
+        {"category": "jailbreak", "threshold": "off"},
+        {"category": "harassment"},
+    ],
+)
 def test_bad_safety_settings_are_invalid(setting):
     assert _reason({"safety_settings": [setting]})[0] == "invalid_value"
 
 
-@pytest.mark.parametrize(("config", "key"), [
-    ({"generation_config": {"temperature": 3}}, "generation_config.temperature"),
-    ({"generation_config": {"temperature": float("nan")}}, "generation_config.temperature"),
-    ({"generation_config": {"top_k": True}}, "generation_config.top_k"),
-    ({"generation_config": {"top_p": "0.5"}}, "generation_config.top_p"),
-    ({"generation_config": {"max_output_tokens": 0}}, "generation_config.max_output_tokens"),
-    ({"generation_config": {"stop_sequences": "END"}}, "generation_config.stop_sequences"),
-    ({"request_timeout": -1}, "request_timeout"),
-    ({"request_timeout": "forever"}, "request_timeout"),
-    ({"retry": {"max_attempts": 0}}, "retry.max_attempts"),
-    ({"model": "../etc"}, "model"),
-    ({"model": "a?key=x"}, "model"),
-    ({"builtin_tools": ["code_execution"]}, "builtin_tools[0]"),
-    ({"base_url": "http://example.com"}, "base_url"),
-    ({"base_url": "ftp://127.0.0.1"}, "base_url"),
-    ({"base_url": "https://user:pw@example.com"}, "base_url"),
-    ({"api_key": ""}, "api_key"),
-])
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        ({"generation_config": {"temperature": 3}}, "generation_config.temperature"),
+        ({"generation_config": {"temperature": float("nan")}}, "generation_config.temperature"),
+        ({"generation_config": {"top_k": True}}, "generation_config.top_k"),
+        ({"generation_config": {"top_p": "0.5"}}, "generation_config.top_p"),
+        ({"generation_config": {"max_output_tokens": 0}}, "generation_config.max_output_tokens"),
+        ({"generation_config": {"stop_sequences": "END"}}, "generation_config.stop_sequences"),
+        ({"request_timeout": -1}, "request_timeout"),
+        ({"request_timeout": "forever"}, "request_timeout"),
+        ({"retry": {"max_attempts": 0}}, "retry.max_attempts"),
+        ({"model": "../etc"}, "model"),
+        ({"model": "a?key=x"}, "model"),
+        ({"builtin_tools": ["code_execution"]}, "builtin_tools[0]"),
+        ({"base_url": "http://example.com"}, "base_url"),
+        ({"base_url": "ftp://127.0.0.1"}, "base_url"),
+        ({"base_url": "https://user:pw@example.com"}, "base_url"),
+        ({"api_key": ""}, "api_key"),
+    ],
+)
 def test_invalid_values_name_their_key(config, key):
     reason, details = _reason(config)
     assert reason == "invalid_value" and details["key"] == key
@@ -167,9 +243,12 @@ def test_request_timeout_accepts_ms_and_infinity():
 
 
 def test_tool_config_and_builtin_tools():
-    cfg = parse_config({"builtin_tools": ["google_search", "google_search"],
-                        "tool_config": {"function_calling_config": {"mode": "any",
-                                                                    "allowed_function_names": ["f"]}}})
+    cfg = parse_config(
+        {
+            "builtin_tools": ["google_search", "google_search"],
+            "tool_config": {"function_calling_config": {"mode": "any", "allowed_function_names": ["f"]}},
+        }
+    )
     assert cfg.builtin_tools == ("google_search",)
     assert cfg.tool_config_wire == {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["f"]}}
 
@@ -197,10 +276,22 @@ def test_base_url_precedence():
 
 def test_validate_config_matches_reference_example_without_a_key(monkeypatch):
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-    models.validate_config({"provider": "gemini", "model": "gemini-3.1-flash-lite",
-                            "response_mime_type": "application/json", "response_schema": {"type": "object"}})
-    models.validate_config({"provider": "gemini", "safety_settings": [
-        {"category": "hate_speech", "threshold": "block_low_and_above"},
-        {"category": "harassment", "threshold": "block_only_high"}]})
+    models.validate_config(
+        {
+            "provider": "gemini",
+            "model": "gemini-3.1-flash-lite",
+            "response_mime_type": "application/json",
+            "response_schema": {"type": "object"},
+        }
+    )
+    models.validate_config(
+        {
+            "provider": "gemini",
+            "safety_settings": [
+                {"category": "hate_speech", "threshold": "block_low_and_above"},
+                {"category": "harassment", "threshold": "block_only_high"},
+            ],
+        }
+    )
     with pytest.raises(ConfigError):
         models.validate_config({"provider": "gemini", "bogus": 1})

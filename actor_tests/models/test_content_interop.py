@@ -9,10 +9,17 @@ from .conftest import user
 
 
 def test_structured_outputs_validate_as_content(emu, cfg):
-    emu.set_script({"rules": [
-        {"when": {"has_function_response": False, "tool_declared": "f"},
-         "respond": {"function_calls": [{"name": "f", "args": {"a": 1}}], "thought": "plan"}},
-        {"respond": {"text": "final words here", "thought": "musing", "chunks": 3}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"has_function_response": False, "tool_declared": "f"},
+                    "respond": {"function_calls": [{"name": "f", "args": {"a": 1}}], "thought": "plan"},
+                },
+                {"respond": {"text": "final words here", "thought": "musing", "chunks": 3}},
+            ]
+        }
+    )
     cfg |= {"thinking_config": {"include_thoughts": True}}
     calls = models.generate_response(cfg, [user("go")], [{"name": "f", "description": "d"}])
     assert content.validate(calls.content).to_dict() == calls.content

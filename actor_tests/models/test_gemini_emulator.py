@@ -15,22 +15,35 @@ from adk_actors.models import ModelResponse, ProviderResult, StreamFrame
 
 from .conftest import API_KEY, api_bodies, open_emulator, user
 
-WEATHER_TOOL = {"name": "get_weather", "description": "Current weather for a city",
-                "parameters_json_schema": {"type": "object", "properties": {"city": {"type": "string"}},
-                                           "required": ["city"]}}
-WEATHER_RULES = {"rules": [
-    {"when": {"tool_declared": "get_weather", "has_function_response": False},
-     "respond": {"function_calls": [{"name": "get_weather", "args": {"city": "{user_text}"}}], "thought": "use tool"}},
-    {"when": {"has_function_response": True}, "respond": {"text": "Forecast: {response.forecast}"}},
-]}
+WEATHER_TOOL = {
+    "name": "get_weather",
+    "description": "Current weather for a city",
+    "parameters_json_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+WEATHER_RULES = {
+    "rules": [
+        {
+            "when": {"tool_declared": "get_weather", "has_function_response": False},
+            "respond": {
+                "function_calls": [{"name": "get_weather", "args": {"city": "{user_text}"}}],
+                "thought": "use tool",
+            },
+        },
+        {"when": {"has_function_response": True}, "respond": {"text": "Forecast: {response.forecast}"}},
+    ]
+}
 
 
 def _raw_sse(emu: Any, body: dict[str, Any]) -> list[dict[str, Any]]:
     """What the emulator streams for ``body``, fetched with a bare ``requests`` client (independent of ours)."""
-    resp = requests.post(f"{emu.base_url}/v1beta/models/gemini-3.1-flash-lite:streamGenerateContent?alt=sse",
-                         json=body, headers={"x-goog-api-key": API_KEY}, timeout=10)
+    resp = requests.post(
+        f"{emu.base_url}/v1beta/models/gemini-3.1-flash-lite:streamGenerateContent?alt=sse",
+        json=body,
+        headers={"x-goog-api-key": API_KEY},
+        timeout=10,
+    )
     with resp:
-        return [json.loads(line[len(b"data: "):]) for line in resp.content.split(b"\r\n") if line]
+        return [json.loads(line[len(b"data: ") :]) for line in resp.content.split(b"\r\n") if line]
 
 
 def test_generate_plain_text_returns_str_and_sends_key_header_to_v1beta(emu, cfg):
@@ -44,8 +57,12 @@ def test_generate_plain_text_returns_str_and_sends_key_header_to_v1beta(emu, cfg
 
 def test_generate_response_carries_usage_model_version_and_id(emu, cfg):
     r = models.generate_response(cfg, [user("count me")])
-    raw = requests.post(f"{emu.base_url}/v1beta/models/gemini-3.1-flash-lite:generateContent",
-                        json=api_bodies(emu)[0], headers={"x-goog-api-key": API_KEY}, timeout=10).json()
+    raw = requests.post(
+        f"{emu.base_url}/v1beta/models/gemini-3.1-flash-lite:generateContent",
+        json=api_bodies(emu)[0],
+        headers={"x-goog-api-key": API_KEY},
+        timeout=10,
+    ).json()
     usage = raw["usageMetadata"]
     assert r.usage["prompt_token_count"] == usage["promptTokenCount"]
     assert r.usage["total_token_count"] == usage["totalTokenCount"]
@@ -84,20 +101,34 @@ def test_system_instruction_from_config_and_history(emu, cfg):
     cfg |= {"global_instruction": "Be safe.", "instructions": "Talk like a pirate."}
     assert models.generate(cfg, [{"role": "system", "content": "Be brief."}, user("hi")]) == "Arr"
     assert api_bodies(emu)[0]["systemInstruction"] == {
-        "role": "user", "parts": [{"text": "Be safe."}, {"text": "Talk like a pirate."}, {"text": "Be brief."}]}
+        "role": "user",
+        "parts": [{"text": "Be safe."}, {"text": "Talk like a pirate."}, {"text": "Be brief."}],
+    }
 
 
 def test_function_and_search_tools_are_both_present_and_not_conflated(emu, cfg):
-    cfg |= {"builtin_tools": ["google_search"],
-            "tool_config": {"function_calling_config": {"mode": "any", "allowed_function_names": ["get_weather"]}}}
+    cfg |= {
+        "builtin_tools": ["google_search"],
+        "tool_config": {"function_calling_config": {"mode": "any", "allowed_function_names": ["get_weather"]}},
+    }
     models.generate(cfg, [user("Paris")], [WEATHER_TOOL, {"name": "get_time", "description": "t"}])
     body = api_bodies(emu)[0]
-    assert sorted(body["tools"], key=json.dumps) == sorted([
-        {"functionDeclarations": [
-            {"name": "get_weather", "description": "Current weather for a city",
-             "parametersJsonSchema": WEATHER_TOOL["parameters_json_schema"]},
-            {"name": "get_time", "description": "t"}]},
-        {"googleSearch": {}}], key=json.dumps)
+    assert sorted(body["tools"], key=json.dumps) == sorted(
+        [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": "get_weather",
+                        "description": "Current weather for a city",
+                        "parametersJsonSchema": WEATHER_TOOL["parameters_json_schema"],
+                    },
+                    {"name": "get_time", "description": "t"},
+                ]
+            },
+            {"googleSearch": {}},
+        ],
+        key=json.dumps,
+    )
     assert body["toolConfig"] == {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["get_weather"]}}
 
 
@@ -109,10 +140,24 @@ def test_function_calling_round_trip_echoes_ids_and_signatures_byte_exactly(emu,
     assert call["name"] == "get_weather" and call["args"] == {"city": "Paris"} and call["id"]
     assert first.content["parts"][0] == {"type": "text", "text": "use tool", "thought": True}
     assert first.text == "" and isinstance(models.plain_output(first), dict)
-    history = [user("Paris"), {"role": "model", "content": first.content},
-               {"role": "user", "content": {"schema_version": 1, "parts": [
-                   {"type": "function_response", "name": "get_weather", "id": call["id"],
-                    "response": {"forecast": "sunny"}}]}}]
+    history = [
+        user("Paris"),
+        {"role": "model", "content": first.content},
+        {
+            "role": "user",
+            "content": {
+                "schema_version": 1,
+                "parts": [
+                    {
+                        "type": "function_response",
+                        "name": "get_weather",
+                        "id": call["id"],
+                        "response": {"forecast": "sunny"},
+                    }
+                ],
+            },
+        },
+    ]
     # The emulator enforces Gemini 3's signature rule: a missing or altered signature would be a 400.
     second = models.generate_response(cfg, history, [WEATHER_TOOL])
     assert second.text == "Forecast: sunny"
@@ -121,8 +166,10 @@ def test_function_calling_round_trip_echoes_ids_and_signatures_byte_exactly(emu,
     assert echoed_call["functionCall"]["id"] == call["id"]
     assert base64.b64decode(echoed_call["thoughtSignature"]) == base64.b64decode(call["thought_signature"])
     assert sent[1]["parts"][0] == {"text": "use tool", "thought": True}
-    assert sent[2] == {"role": "user", "parts": [{"functionResponse": {
-        "id": call["id"], "name": "get_weather", "response": {"forecast": "sunny"}}}]}
+    assert sent[2] == {
+        "role": "user",
+        "parts": [{"functionResponse": {"id": call["id"], "name": "get_weather", "response": {"forecast": "sunny"}}}],
+    }
 
 
 def test_tampered_signature_is_rejected_by_the_emulator_as_typed_400(emu, cfg):
@@ -132,29 +179,62 @@ def test_tampered_signature_is_rejected_by_the_emulator_as_typed_400(emu, cfg):
     for p in parts:
         if p["type"] == "function_call":
             p["thought_signature"] = base64.b64encode(b"forged").decode()
-    history = [user("Paris"), {"role": "model", "content": {"schema_version": 1, "parts": parts}},
-               {"role": "user", "content": {"schema_version": 1, "parts": [
-                   {"type": "function_response", "name": "get_weather", "id": first.function_calls[0]["id"],
-                    "response": {"forecast": "x"}}]}}]
+    history = [
+        user("Paris"),
+        {"role": "model", "content": {"schema_version": 1, "parts": parts}},
+        {
+            "role": "user",
+            "content": {
+                "schema_version": 1,
+                "parts": [
+                    {
+                        "type": "function_response",
+                        "name": "get_weather",
+                        "id": first.function_calls[0]["id"],
+                        "response": {"forecast": "x"},
+                    }
+                ],
+            },
+        },
+    ]
     with pytest.raises(ProviderError) as info:
         models.generate_response(cfg, history, [WEATHER_TOOL])
     assert info.value.details["status"] == 400 and info.value.reason == "invalid_argument"
 
 
 def test_generation_config_fields_reach_the_wire(emu, cfg):
-    cfg |= {"generation_config": {
-        "temperature": 0.3, "top_p": 0.8, "top_k": 20, "max_output_tokens": 256, "stop_sequences": ["STOP!"],
-        "candidate_count": 1, "seed": 42, "thinking_config": {"thinking_level": "low", "include_thoughts": True},
-        "safety_settings": [{"category": "hate_speech", "threshold": "block_low_and_above"},
-                            {"category": "dangerous_content", "threshold": "off"}]}}
+    cfg |= {
+        "generation_config": {
+            "temperature": 0.3,
+            "top_p": 0.8,
+            "top_k": 20,
+            "max_output_tokens": 256,
+            "stop_sequences": ["STOP!"],
+            "candidate_count": 1,
+            "seed": 42,
+            "thinking_config": {"thinking_level": "low", "include_thoughts": True},
+            "safety_settings": [
+                {"category": "hate_speech", "threshold": "block_low_and_above"},
+                {"category": "dangerous_content", "threshold": "off"},
+            ],
+        }
+    }
     models.generate(cfg, [user("hi")])
     body = api_bodies(emu)[0]
     assert body["generationConfig"] == {
-        "temperature": 0.3, "topP": 0.8, "topK": 20, "maxOutputTokens": 256, "stopSequences": ["STOP!"],
-        "candidateCount": 1, "seed": 42, "thinkingConfig": {"thinkingLevel": "LOW", "includeThoughts": True}}
+        "temperature": 0.3,
+        "topP": 0.8,
+        "topK": 20,
+        "maxOutputTokens": 256,
+        "stopSequences": ["STOP!"],
+        "candidateCount": 1,
+        "seed": 42,
+        "thinkingConfig": {"thinkingLevel": "LOW", "includeThoughts": True},
+    }
     assert body["safetySettings"] == [
         {"category": "HARM_CATEGORY_HATE_SPEECH", "threshold": "BLOCK_LOW_AND_ABOVE"},
-        {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "threshold": "OFF"}]
+        {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "threshold": "OFF"},
+    ]
 
 
 def test_legacy_thinking_budget_reaches_the_wire(emu, cfg):
@@ -162,15 +242,22 @@ def test_legacy_thinking_budget_reaches_the_wire(emu, cfg):
     assert api_bodies(emu)[0]["generationConfig"] == {"thinkingConfig": {"thinkingBudget": 512}}
 
 
-@pytest.mark.parametrize("bad", [
-    {"thinking_config": {"thinking_level": "high", "thinking_budget": 1024}},
-    {"generation_config": {"thinking_config": {"thinking_level": "low", "thinking_budget": 0}}},
-    {"safety_settings": [{"category": "civic_integrity", "threshold": "off"}]},
-    {"safety_settings": [{"category": "harassment", "threshold": "off"},
-                         {"category": "harassment", "threshold": "off"}]},
-    {"unknown_top_level": 1},
-    {"generation_config": {"temprature": 1}},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"thinking_config": {"thinking_level": "high", "thinking_budget": 1024}},
+        {"generation_config": {"thinking_config": {"thinking_level": "low", "thinking_budget": 0}}},
+        {"safety_settings": [{"category": "civic_integrity", "threshold": "off"}]},
+        {
+            "safety_settings": [
+                {"category": "harassment", "threshold": "off"},
+                {"category": "harassment", "threshold": "off"},
+            ]
+        },
+        {"unknown_top_level": 1},
+        {"generation_config": {"temprature": 1}},
+    ],
+)
 def test_invalid_config_never_reaches_http(emu, cfg, bad):
     with pytest.raises(ConfigError):
         models.generate(cfg | bad, [user("hi")])
@@ -189,38 +276,71 @@ def _b64_of_size(n: int) -> str:
 
 _MB = 1_000_000
 REJECTED_HISTORY = [
-    ("file-uri", _doc({"type": "file_data", "mime_type": "text/plain", "uri": "file:///etc/passwd"}),
-     "invalid_uri", {"rule": "scheme"}),
-    ("http-credentials-fragment", _doc({"type": "file_data", "mime_type": "text/html",
-                                        "uri": "http://user:pw@host/x#frag"}), "invalid_uri", {"rule": "scheme"}),
-    ("https-credentials", _doc({"type": "file_data", "mime_type": "text/html", "uri": "https://user:pw@host/x"}),
-     "invalid_uri", {"rule": "credentials"}),
-    ("https-fragment", _doc({"type": "file_data", "mime_type": "text/html", "uri": "https://host/x#frag"}),
-     "invalid_uri", {"rule": "fragment"}),
-    ("mime-with-parameters", _doc({"type": "file_data", "mime_type": "Text/HTML; charset=x",
-                                   "uri": "https://example.com/x"}), "invalid_mime_type", {}),
-    ("inline-mime-with-parameters", _doc({"type": "inline_data", "mime_type": "Text/HTML; charset=x",
-                                          "data": "aGk="}), "invalid_mime_type", {}),
+    (
+        "file-uri",
+        _doc({"type": "file_data", "mime_type": "text/plain", "uri": "file:///etc/passwd"}),
+        "invalid_uri",
+        {"rule": "scheme"},
+    ),
+    (
+        "http-credentials-fragment",
+        _doc({"type": "file_data", "mime_type": "text/html", "uri": "http://user:pw@host/x#frag"}),
+        "invalid_uri",
+        {"rule": "scheme"},
+    ),
+    (
+        "https-credentials",
+        _doc({"type": "file_data", "mime_type": "text/html", "uri": "https://user:pw@host/x"}),
+        "invalid_uri",
+        {"rule": "credentials"},
+    ),
+    (
+        "https-fragment",
+        _doc({"type": "file_data", "mime_type": "text/html", "uri": "https://host/x#frag"}),
+        "invalid_uri",
+        {"rule": "fragment"},
+    ),
+    (
+        "mime-with-parameters",
+        _doc({"type": "file_data", "mime_type": "Text/HTML; charset=x", "uri": "https://example.com/x"}),
+        "invalid_mime_type",
+        {},
+    ),
+    (
+        "inline-mime-with-parameters",
+        _doc({"type": "inline_data", "mime_type": "Text/HTML; charset=x", "data": "aGk="}),
+        "invalid_mime_type",
+        {},
+    ),
     ("nul-in-text", "a\x00b", "invalid_json", {}),
-    ("nul-in-text-part", _doc({"type": "text", "text": "ok"}, {"type": "text", "text": "a\x00b"}),
-     "invalid_json", {}),
+    ("nul-in-text-part", _doc({"type": "text", "text": "ok"}, {"type": "text", "text": "a\x00b"}), "invalid_json", {}),
     ("nul-in-call-args", _doc({"type": "function_call", "name": "f", "args": {"k": "a\x00b"}}), "invalid_json", {}),
-    ("inline-15-mb", _doc({"type": "inline_data", "mime_type": "image/png", "data": _b64_of_size(15 * _MB)}),
-     "limit_exceeded", {"limit": "max_inline_part_bytes"}),
-    ("inline-total-over-15-mib", _doc(*[{"type": "inline_data", "mime_type": "image/png",
-                                         "data": _b64_of_size(8 * 1024 * 1024)}] * 2),
-     "limit_exceeded", {"limit": "max_inline_total_bytes"}),
+    (
+        "inline-15-mb",
+        _doc({"type": "inline_data", "mime_type": "image/png", "data": _b64_of_size(15 * _MB)}),
+        "limit_exceeded",
+        {"limit": "max_inline_part_bytes"},
+    ),
+    (
+        "inline-total-over-15-mib",
+        _doc(*[{"type": "inline_data", "mime_type": "image/png", "data": _b64_of_size(8 * 1024 * 1024)}] * 2),
+        "limit_exceeded",
+        {"limit": "max_inline_total_bytes"},
+    ),
     ("unknown-part-key", _doc({"type": "text", "text": "x", "extra": 1}), "unknown_key", {}),
 ]
 
 
-@pytest.mark.parametrize(("content", "reason", "details"), [c[1:] for c in REJECTED_HISTORY],
-                         ids=[c[0] for c in REJECTED_HISTORY])
+@pytest.mark.parametrize(
+    ("content", "reason", "details"), [c[1:] for c in REJECTED_HISTORY], ids=[c[0] for c in REJECTED_HISTORY]
+)
 @pytest.mark.parametrize("role", ["user", "model"])
 def test_history_is_validated_with_the_content_model_before_any_http(emu, cfg, content, reason, details, role):
     history = [user("hello"), {"role": role, "content": content}]
-    for call in (lambda: models.generate(cfg, history),
-                 lambda: models.stream_content(cfg, history, [], lambda _f: None)):
+    for call in (
+        lambda: models.generate(cfg, history),
+        lambda: models.stream_content(cfg, history, [], lambda _f: None),
+    ):
         with pytest.raises(ContentError) as info:
             call()
         assert info.value.reason == reason
@@ -238,8 +358,9 @@ def test_bad_history_never_reaches_http(emu, cfg):
 
 def test_thought_summaries_are_structured_and_never_in_visible_text(emu, cfg):
     emu.set_script({"rules": [{"respond": {"text": "The answer.", "thought": "Let me think."}}]})
-    out = models.generate(cfg | {"thinking_config": {"thinking_level": "high", "include_thoughts": True}},
-                          [user("why?")])
+    out = models.generate(
+        cfg | {"thinking_config": {"thinking_level": "high", "include_thoughts": True}}, [user("why?")]
+    )
     assert isinstance(out, dict) and out["schema_version"] == 1
     thoughts = [p for p in out["parts"] if p.get("thought")]
     visible = [p for p in out["parts"] if p["type"] == "text" and not p.get("thought")]
@@ -253,15 +374,21 @@ def test_thought_summaries_are_structured_and_never_in_visible_text(emu, cfg):
 
 def test_structured_json_output(emu, cfg):
     emu.set_script({"rules": [{"when": {"json_mode": True}, "respond": {"json": {"city": "Paris", "temp": 21}}}]})
-    cfg |= {"response_mime_type": "application/json",
-            "response_schema": {"type": "object", "properties": {"city": {"type": "string"},
-                                                                 "temp": {"type": "integer"}}}}
+    cfg |= {
+        "response_mime_type": "application/json",
+        "response_schema": {"type": "object", "properties": {"city": {"type": "string"}, "temp": {"type": "integer"}}},
+    }
     out = models.generate(cfg, [user("weather as json")])
     assert json.loads(out) == {"city": "Paris", "temp": 21}
     gen = api_bodies(emu)[0]["generationConfig"]
-    assert gen == {"responseMimeType": "application/json", "responseSchema": {
-        "type": "OBJECT", "properties": {"city": {"type": "STRING"}, "temp": {"type": "INTEGER"}},
-        "propertyOrdering": ["city", "temp"]}}
+    assert gen == {
+        "responseMimeType": "application/json",
+        "responseSchema": {
+            "type": "OBJECT",
+            "properties": {"city": {"type": "STRING"}, "temp": {"type": "INTEGER"}},
+            "propertyOrdering": ["city", "temp"],
+        },
+    }
 
 
 def test_json_schema_output_uses_response_json_schema(emu, cfg):
@@ -269,27 +396,42 @@ def test_json_schema_output_uses_response_json_schema(emu, cfg):
     emu.set_script({"rules": [{"respond": {"json": {"n": 3}}}]})
     out = models.generate(cfg | {"generation_config": {"response_json_schema": schema}}, [user("n?")])
     assert json.loads(out) == {"n": 3}
-    assert api_bodies(emu)[0]["generationConfig"] == {"responseMimeType": "application/json",
-                                                      "responseJsonSchema": schema}
+    assert api_bodies(emu)[0]["generationConfig"] == {
+        "responseMimeType": "application/json",
+        "responseJsonSchema": schema,
+    }
 
 
 def test_grounding_envelope_on_generate(emu, cfg):
-    emu.set_script({"rules": [{"when": {"google_search": True}, "respond": {"text": "OTP 28 is out.",
-                                                                           "grounding": True}}]})
+    emu.set_script(
+        {"rules": [{"when": {"google_search": True}, "respond": {"text": "OTP 28 is out.", "grounding": True}}]}
+    )
     out = models.generate(cfg | {"builtin_tools": ["google_search"]}, [user("latest OTP?")])
     assert isinstance(out, ProviderResult) and out.output == "OTP 28 is out."
     env = out.provider_metadata
     assert {k: env[k] for k in ("schema_version", "provider", "type")} == {
-        "schema_version": 1, "provider": "gemini", "type": "google_search_grounding"}
-    raw = requests.post(f"{emu.base_url}/v1beta/models/gemini-3.1-flash-lite:generateContent",
-                        json=api_bodies(emu)[0], headers={"x-goog-api-key": API_KEY}, timeout=10).json()
+        "schema_version": 1,
+        "provider": "gemini",
+        "type": "google_search_grounding",
+    }
+    raw = requests.post(
+        f"{emu.base_url}/v1beta/models/gemini-3.1-flash-lite:generateContent",
+        json=api_bodies(emu)[0],
+        headers={"x-goog-api-key": API_KEY},
+        timeout=10,
+    ).json()
     assert env["metadata"] == raw["candidates"][0]["groundingMetadata"]
     assert env["metadata"]["webSearchQueries"]
 
 
 def test_grounding_is_attached_to_tool_call_responses_too(emu, cfg):
-    emu.set_script({"rules": [{"respond": {"function_calls": [{"name": "get_weather", "args": {"city": "x"}}],
-                                           "grounding": True}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {"respond": {"function_calls": [{"name": "get_weather", "args": {"city": "x"}}], "grounding": True}}
+            ]
+        }
+    )
     r = models.generate_response(cfg | {"builtin_tools": ["google_search"]}, [user("x")], [WEATHER_TOOL])
     assert r.function_calls and r.provider_metadata is not None
     out = models.plain_output(r)
@@ -305,8 +447,9 @@ def test_stream_text_deltas_arrive_per_frame(emu, cfg):
     deltas: list[str] = []
     final = models.stream(cfg, [user("count")], [], deltas.append)
     raw = _raw_sse(emu, api_bodies(emu)[0])
-    raw_texts = ["".join(p.get("text", "") for p in f["candidates"][0].get("content", {}).get("parts", []))
-                 for f in raw]
+    raw_texts = [
+        "".join(p.get("text", "") for p in f["candidates"][0].get("content", {}).get("parts", [])) for f in raw
+    ]
     assert deltas == [t for t in raw_texts if t]
     assert "".join(deltas) == "one two three four five six" == final.text
     assert isinstance(final, ModelResponse) and final.finish_reason == "stop"
@@ -342,8 +485,17 @@ def test_streamed_grounding_accumulates_and_the_final_frame_carries_it(emu, cfg)
 
 def test_text_stream_rejects_media_instead_of_dropping_it(emu, cfg, tmp_path):
     # The emulator's replay mode serves a recorded exchange byte for byte: here a frame carrying an image.
-    frame = {"candidates": [{"content": {"role": "model", "parts": [
-        {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}]}, "finishReason": "STOP"}]}
+    frame = {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [{"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}],
+                },
+                "finishReason": "STOP",
+            }
+        ]
+    }
     with _replay_server(tmp_path, cfg, [user("draw")], [f"data: {json.dumps(frame)}\r\n\r\n"]) as server:
         c = cfg | {"base_url": server.base_url}
         with pytest.raises(ProviderError) as info:
@@ -359,9 +511,15 @@ def _replay_server(tmp_path, cfg, history, sse_events, *, status=200, content_ty
     from adk_actors.models.gemini import build_request, parse_config
 
     body = build_request(parse_config(cfg), history)
-    record = {"method": "POST", "path": "/v1beta/models/gemini-3.1-flash-lite:streamGenerateContent",
-              "query": {"alt": ["sse"]}, "request_body": body, "status": status,
-              "response_headers": {"content-type": content_type}, "sse_events": sse_events}
+    record = {
+        "method": "POST",
+        "path": "/v1beta/models/gemini-3.1-flash-lite:streamGenerateContent",
+        "query": {"alt": ["sse"]},
+        "request_body": body,
+        "status": status,
+        "response_headers": {"content-type": content_type},
+        "sse_events": sse_events,
+    }
     path = tmp_path / "replay.jsonl"
     path.write_text(json.dumps(record) + "\n")
     return open_emulator(replay=path)
@@ -369,13 +527,21 @@ def _replay_server(tmp_path, cfg, history, sse_events, *, status=200, content_ty
 
 def test_multimodal_input_goes_out_as_inline_and_file_data(emu, cfg):
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n\xff\xfe").decode()
-    content = {"schema_version": 1, "parts": [
-        {"type": "text", "text": "Describe"}, {"type": "inline_data", "mime_type": "image/png", "data": png},
-        {"type": "file_data", "mime_type": "application/pdf", "uri": "https://example.com/a.pdf"}]}
+    content = {
+        "schema_version": 1,
+        "parts": [
+            {"type": "text", "text": "Describe"},
+            {"type": "inline_data", "mime_type": "image/png", "data": png},
+            {"type": "file_data", "mime_type": "application/pdf", "uri": "https://example.com/a.pdf"},
+        ],
+    }
     assert models.generate(cfg, [{"role": "user", "content": content}]) == "You said: Describe"
     parts = api_bodies(emu)[0]["contents"][0]["parts"]
-    assert parts == [{"text": "Describe"}, {"inlineData": {"mimeType": "image/png", "data": png}},
-                     {"fileData": {"mimeType": "application/pdf", "fileUri": "https://example.com/a.pdf"}}]
+    assert parts == [
+        {"text": "Describe"},
+        {"inlineData": {"mimeType": "image/png", "data": png}},
+        {"fileData": {"mimeType": "application/pdf", "fileUri": "https://example.com/a.pdf"}},
+    ]
 
 
 def test_model_and_base_url_from_config(emu, cfg):
@@ -385,9 +551,17 @@ def test_model_and_base_url_from_config(emu, cfg):
 
 def test_capabilities_report_only_what_is_implemented():
     assert models.capabilities("gemini") == {
-        "streaming": True, "function_calling": True, "structured_output": True, "multimodal": True,
-        "thinking": True, "safety_settings": True, "google_search_grounding": True,
-        "builtin_tools": ["google_search"], "content_schema_version": 1, "live": False}
+        "streaming": True,
+        "function_calling": True,
+        "structured_output": True,
+        "multimodal": True,
+        "thinking": True,
+        "safety_settings": True,
+        "google_search_grounding": True,
+        "builtin_tools": ["google_search"],
+        "content_schema_version": 1,
+        "live": False,
+    }
 
 
 @pytest.mark.parametrize("streaming", [False, True])
@@ -409,9 +583,15 @@ def test_finish_reason_is_reported_lowercase(emu, cfg):
 def test_a_200_that_is_not_json_is_a_malformed_response(cfg, tmp_path):
     from adk_actors.models.gemini import build_request, parse_config
 
-    record = {"method": "POST", "path": "/v1beta/models/gemini-3.1-flash-lite:generateContent", "query": {},
-              "request_body": build_request(parse_config(cfg), [user("x")]), "status": 200,
-              "response_headers": {"content-type": "application/json"}, "response_body": "{not json"}
+    record = {
+        "method": "POST",
+        "path": "/v1beta/models/gemini-3.1-flash-lite:generateContent",
+        "query": {},
+        "request_body": build_request(parse_config(cfg), [user("x")]),
+        "status": 200,
+        "response_headers": {"content-type": "application/json"},
+        "response_body": "{not json",
+    }
     path = tmp_path / "replay.jsonl"
     path.write_text(json.dumps(record) + "\n")
     with open_emulator(replay=path) as server:
@@ -423,10 +603,19 @@ def test_a_200_that_is_not_json_is_a_malformed_response(cfg, tmp_path):
 def test_request_body_is_compact_utf8_json_that_keeps_schema_key_order():
     from adk_actors.models.gemini.provider import _Prepared
 
-    tool = {"name": "f", "description": "d", "parameters_json_schema": {
-        "type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {"type": "number"}}}}
-    prepared = _Prepared({"api_key": API_KEY, "generation_config": {"temperature": 0.5, "top_k": 3},
-                          "instructions": "é"}, [user("héllo")], [tool])
+    tool = {
+        "name": "f",
+        "description": "d",
+        "parameters_json_schema": {
+            "type": "object",
+            "properties": {"zeta": {"type": "string"}, "alpha": {"type": "number"}},
+        },
+    }
+    prepared = _Prepared(
+        {"api_key": API_KEY, "generation_config": {"temperature": 0.5, "top_k": 3}, "instructions": "é"},
+        [user("héllo")],
+        [tool],
+    )
     body = json.loads(prepared.body)
     assert prepared.body == json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     assert b"h\xc3\xa9llo" in prepared.body  # UTF-8, not \\u escapes
@@ -435,10 +624,15 @@ def test_request_body_is_compact_utf8_json_that_keeps_schema_key_order():
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), "a\x00b"], ids=["nan", "inf", "nul"])
 def test_non_canonical_values_in_the_request_fail_before_http(emu, cfg, bad):
-    tool = {"name": "f", "description": "d", "parameters_json_schema": {
-        "type": "object", "properties": {"x": {"type": "number", "default": bad}}}}
-    for call in (lambda: models.generate(cfg, [user("x")], [tool]),
-                 lambda: models.stream(cfg, [user("x")], [tool], lambda _d: None)):
+    tool = {
+        "name": "f",
+        "description": "d",
+        "parameters_json_schema": {"type": "object", "properties": {"x": {"type": "number", "default": bad}}},
+    }
+    for call in (
+        lambda: models.generate(cfg, [user("x")], [tool]),
+        lambda: models.stream(cfg, [user("x")], [tool], lambda _d: None),
+    ):
         with pytest.raises(ContentError) as info:
             call()
         assert info.value.reason == "invalid_json"
@@ -450,8 +644,14 @@ SPREAD_GROUNDING = {
     "webSearchQueries": ["q1", "q2", "q3", "q4", "q5"],
     "searchEntryPoint": {"renderedContent": "<div>chips</div>"},
     "groundingChunks": [{"web": {"uri": f"https://example.com/{i}", "title": f"t{i}"}} for i in range(4)],
-    "groundingSupports": [{"segment": {"startIndex": 0, "endIndex": 3, "text": "abc"}, "groundingChunkIndices": [i],
-                           "confidenceScores": [0.9]} for i in range(3)],
+    "groundingSupports": [
+        {
+            "segment": {"startIndex": 0, "endIndex": 3, "text": "abc"},
+            "groundingChunkIndices": [i],
+            "confidenceScores": [0.9],
+        }
+        for i in range(3)
+    ],
 }
 
 
@@ -465,8 +665,20 @@ def _concat(raw_frames: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def test_grounding_spread_over_sse_frames_is_concatenated_in_order_on_the_final_event(emu, cfg):
-    emu.set_script({"rules": [{"respond": {"text": "a grounded answer long enough", "chunks": 5,
-                                           "grounding": SPREAD_GROUNDING, "grounding_chunks": 3}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "respond": {
+                        "text": "a grounded answer long enough",
+                        "chunks": 5,
+                        "grounding": SPREAD_GROUNDING,
+                        "grounding_chunks": 3,
+                    }
+                }
+            ]
+        }
+    )
     frames: list[StreamFrame] = []
     final = models.stream_content(cfg | {"builtin_tools": ["google_search"]}, [user("q")], [], frames.append)
     raw = _raw_sse(emu, api_bodies(emu)[0])
@@ -484,9 +696,20 @@ def test_grounding_spread_over_sse_frames_is_concatenated_in_order_on_the_final_
 
 
 def test_grounding_spread_over_sse_frames_is_attached_to_the_tool_call_response(emu, cfg):
-    emu.set_script({"rules": [{"respond": {"function_calls": [{"name": "get_weather", "args": {"city": "x"}}],
-                                           "thought": "search then call", "grounding": SPREAD_GROUNDING,
-                                           "grounding_chunks": 3}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "respond": {
+                        "function_calls": [{"name": "get_weather", "args": {"city": "x"}}],
+                        "thought": "search then call",
+                        "grounding": SPREAD_GROUNDING,
+                        "grounding_chunks": 3,
+                    }
+                }
+            ]
+        }
+    )
     config = cfg | {"builtin_tools": ["google_search"], "thinking_config": {"include_thoughts": True}}
     frames: list[StreamFrame] = []
     final = models.stream_content(config, [user("x")], [WEATHER_TOOL], frames.append)

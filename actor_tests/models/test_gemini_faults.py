@@ -30,14 +30,17 @@ def _assert_no_key(err: BaseException) -> None:
     assert all(API_KEY not in t for t in texts)
 
 
-@pytest.mark.parametrize(("status", "cls", "reason", "google_status"), [
-    (400, ProviderHttpError, "invalid_argument", "INVALID_ARGUMENT"),
-    (403, ProviderHttpError, "permission_denied", "PERMISSION_DENIED"),
-    (404, ProviderHttpError, "not_found", "NOT_FOUND"),
-    (429, RateLimited, "rate_limited", "RESOURCE_EXHAUSTED"),
-    (500, ProviderHttpError, "internal", "INTERNAL"),
-    (503, ProviderHttpError, "unavailable", "UNAVAILABLE"),
-])
+@pytest.mark.parametrize(
+    ("status", "cls", "reason", "google_status"),
+    [
+        (400, ProviderHttpError, "invalid_argument", "INVALID_ARGUMENT"),
+        (403, ProviderHttpError, "permission_denied", "PERMISSION_DENIED"),
+        (404, ProviderHttpError, "not_found", "NOT_FOUND"),
+        (429, RateLimited, "rate_limited", "RESOURCE_EXHAUSTED"),
+        (500, ProviderHttpError, "internal", "INTERNAL"),
+        (503, ProviderHttpError, "unavailable", "UNAVAILABLE"),
+    ],
+)
 @pytest.mark.parametrize("streaming", [False, True])
 def test_http_status_maps_to_typed_error(emu, cfg, status, cls, reason, google_status, streaming):
     _fault(emu, {"status": status, "retry_delay": "2.5s"})
@@ -162,15 +165,24 @@ def test_midstream_error_is_typed_and_never_retried_after_a_delivered_chunk(emu,
     assert len(deltas) == 1 and len(emu.requests) == 1
 
 
-@pytest.mark.parametrize(("events", "content_type", "reason"), [
-    (["data: {not json}\r\n\r\n"], "text/event-stream", "malformed_sse"),
-    (["<html>proxy error</html>\r\n\r\n"], "text/event-stream", "malformed_sse"),
-    (['data: {"candidates": []}\r\n\r\n'], "application/json", "malformed_sse"),
-    (['data: {"candidates": [{"content": {"parts": [{"text": "a"}]}}]}\r\n\r\n', 'data: {"cand'],
-     "text/event-stream", "truncated_stream"),
-    (['data: {"candidates": [{"content": {"parts": [{"text": "a"}]}}]}\r\n\r\n'], "text/event-stream",
-     "truncated_stream"),
-])
+@pytest.mark.parametrize(
+    ("events", "content_type", "reason"),
+    [
+        (["data: {not json}\r\n\r\n"], "text/event-stream", "malformed_sse"),
+        (["<html>proxy error</html>\r\n\r\n"], "text/event-stream", "malformed_sse"),
+        (['data: {"candidates": []}\r\n\r\n'], "application/json", "malformed_sse"),
+        (
+            ['data: {"candidates": [{"content": {"parts": [{"text": "a"}]}}]}\r\n\r\n', 'data: {"cand'],
+            "text/event-stream",
+            "truncated_stream",
+        ),
+        (
+            ['data: {"candidates": [{"content": {"parts": [{"text": "a"}]}}]}\r\n\r\n'],
+            "text/event-stream",
+            "truncated_stream",
+        ),
+    ],
+)
 def test_malformed_or_unfinished_sse_is_a_stream_error(cfg, tmp_path, events, content_type, reason):
     from .test_gemini_emulator import _replay_server
 
@@ -282,8 +294,7 @@ def test_cancel_interrupts_a_retry_wait(emu, cfg):
 
     def call() -> None:
         try:
-            models.generate(cfg | {"retry": {"max_attempts": 2, "max_delay_ms": 10_000}}, [user("x")],
-                            cancel=token)
+            models.generate(cfg | {"retry": {"max_attempts": 2, "max_delay_ms": 10_000}}, [user("x")], cancel=token)
         except BaseException as exc:
             outcome.append(exc)
 

@@ -74,9 +74,11 @@ class BadResultProvider:
 
 def test_an_unsupported_custom_provider_result_is_a_provider_error():
     cfg = {"provider": BadResultProvider()}
-    for call in (lambda: models.generate(cfg, [{"role": "user", "content": "x"}]),
-                 lambda: models.generate_response(cfg, [{"role": "user", "content": "x"}]),
-                 lambda: models.stream(cfg, [{"role": "user", "content": "x"}], [], lambda _d: None)):
+    for call in (
+        lambda: models.generate(cfg, [{"role": "user", "content": "x"}]),
+        lambda: models.generate_response(cfg, [{"role": "user", "content": "x"}]),
+        lambda: models.stream(cfg, [{"role": "user", "content": "x"}], [], lambda _d: None),
+    ):
         with pytest.raises(ProviderError) as info:
             call()
         assert info.value.reason == "invalid_provider_result"
@@ -92,10 +94,16 @@ def test_registering_a_non_provider_fails():
 
 def test_results_pickle_round_trip():
     values: list[Any] = [
-        ModelResponse(content={"schema_version": 1, "parts": [{"type": "text", "text": "x"}]}, text="x",
-                      function_calls=({"name": "f", "args": {}, "id": "1", "thought_signature": None},),
-                      finish_reason="stop", usage={"total_token_count": 3}, provider_metadata={"a": [1]},
-                      model_version="m", response_id="r"),
+        ModelResponse(
+            content={"schema_version": 1, "parts": [{"type": "text", "text": "x"}]},
+            text="x",
+            function_calls=({"name": "f", "args": {}, "id": "1", "thought_signature": None},),
+            finish_reason="stop",
+            usage={"total_token_count": 3},
+            provider_metadata={"a": [1]},
+            model_version="m",
+            response_id="r",
+        ),
         ProviderResult(output="x", provider_metadata={"schema_version": 1}),
         StreamFrame(index=0, content={"schema_version": 1, "parts": []}),
     ]
@@ -109,12 +117,28 @@ def test_provider_objects_hold_no_threads_or_clients():
     assert not any(isinstance(v, threading.Thread) for v in vars(provider).values())
 
 
-_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
-                                                                                  max_size=3), max_leaves=8)
-_keys = st.sampled_from(["model", "generation_config", "thinking_config", "safety_settings", "retry",
-                         "request_timeout", "builtin_tools", "tool_config", "response_schema",
-                         "base_url", "instructions", "response_mime_type", "bogus"])
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+_keys = st.sampled_from(
+    [
+        "model",
+        "generation_config",
+        "thinking_config",
+        "safety_settings",
+        "retry",
+        "request_timeout",
+        "builtin_tools",
+        "tool_config",
+        "response_schema",
+        "base_url",
+        "instructions",
+        "response_mime_type",
+        "bogus",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)

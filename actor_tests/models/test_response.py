@@ -13,9 +13,12 @@ SIG = "c2lnbmF0dXJl"
 
 
 def _resp(parts, **cand):
-    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", **cand}],
-            "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2, "totalTokenCount": 5},
-            "modelVersion": "gemini-3.1-flash-lite", "responseId": "r1"}
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", **cand}],
+        "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2, "totalTokenCount": 5},
+        "modelVersion": "gemini-3.1-flash-lite",
+        "responseId": "r1",
+    }
 
 
 def test_plain_text_response():
@@ -29,31 +32,48 @@ def test_plain_text_response():
 def test_thoughts_never_reach_visible_text_and_make_output_structured():
     r = parse_response(_resp([{"text": "pondering", "thought": True}, {"text": "Answer"}]))
     assert r.text == "Answer" and r.has_thoughts
-    assert plain_output(r) == {"schema_version": 1, "parts": [
-        {"type": "text", "text": "pondering", "thought": True}, {"type": "text", "text": "Answer"}]}
+    assert plain_output(r) == {
+        "schema_version": 1,
+        "parts": [{"type": "text", "text": "pondering", "thought": True}, {"type": "text", "text": "Answer"}],
+    }
 
 
 def test_function_calls_keep_ids_and_signatures():
-    r = parse_response(_resp([{"functionCall": {"id": "c1", "name": "f", "args": {"x": 1}}, "thoughtSignature": SIG},
-                              {"functionCall": {"name": "g"}}]))
-    assert r.function_calls == ({"name": "f", "args": {"x": 1}, "id": "c1", "thought_signature": SIG},
-                                {"name": "g", "args": {}, "id": None, "thought_signature": None})
+    r = parse_response(
+        _resp(
+            [
+                {"functionCall": {"id": "c1", "name": "f", "args": {"x": 1}}, "thoughtSignature": SIG},
+                {"functionCall": {"name": "g"}},
+            ]
+        )
+    )
+    assert r.function_calls == (
+        {"name": "f", "args": {"x": 1}, "id": "c1", "thought_signature": SIG},
+        {"name": "g", "args": {}, "id": None, "thought_signature": None},
+    )
     assert isinstance(plain_output(r), dict)
 
 
 def test_grounded_candidate_becomes_a_provider_result_envelope():
     meta = {"webSearchQueries": ["q"], "groundingChunks": [{"web": {"uri": "https://x", "title": "x"}}]}
     r = parse_response(_resp([{"text": "A"}], groundingMetadata=meta))
-    assert r.provider_metadata == {"schema_version": 1, "provider": "gemini", "type": "google_search_grounding",
-                                   "metadata": meta}
+    assert r.provider_metadata == {
+        "schema_version": 1,
+        "provider": "gemini",
+        "type": "google_search_grounding",
+        "metadata": meta,
+    }
     assert plain_output(r) == ProviderResult(output="A", provider_metadata=r.provider_metadata)
 
 
-@pytest.mark.parametrize(("meta", "reason"), [
-    ("not a map", "invalid_provider_metadata"),
-    ({"x": float("nan")}, "invalid_provider_metadata"),
-    ({"searchEntryPoint": {"renderedContent": "x" * (256 * 1024)}}, "provider_metadata_too_large"),
-])
+@pytest.mark.parametrize(
+    ("meta", "reason"),
+    [
+        ("not a map", "invalid_provider_metadata"),
+        ({"x": float("nan")}, "invalid_provider_metadata"),
+        ({"searchEntryPoint": {"renderedContent": "x" * (256 * 1024)}}, "provider_metadata_too_large"),
+    ],
+)
 def test_bad_grounding_fails_explicitly(meta, reason):
     with pytest.raises(ProviderError) as info:
         parse_response(_resp([{"text": "A"}], groundingMetadata=meta))
@@ -62,10 +82,19 @@ def test_bad_grounding_fails_explicitly(meta, reason):
 
 def test_grounding_lists_accumulate_in_arrival_order():
     acc = merge_grounding(None, {"webSearchQueries": ["a"], "searchEntryPoint": {"renderedContent": "1"}})
-    acc = merge_grounding(acc, {"webSearchQueries": ["b"], "groundingChunks": [{"web": {"uri": "u"}}],
-                                "searchEntryPoint": {"renderedContent": "2"}})
-    assert acc == {"webSearchQueries": ["a", "b"], "groundingChunks": [{"web": {"uri": "u"}}],
-                   "searchEntryPoint": {"renderedContent": "2"}}
+    acc = merge_grounding(
+        acc,
+        {
+            "webSearchQueries": ["b"],
+            "groundingChunks": [{"web": {"uri": "u"}}],
+            "searchEntryPoint": {"renderedContent": "2"},
+        },
+    )
+    assert acc == {
+        "webSearchQueries": ["a", "b"],
+        "groundingChunks": [{"web": {"uri": "u"}}],
+        "searchEntryPoint": {"renderedContent": "2"},
+    }
 
 
 def test_prompt_blocked_and_empty_responses():
@@ -79,22 +108,38 @@ def test_prompt_blocked_and_empty_responses():
 
 def test_stream_assembler_frames_and_final():
     asm = StreamAssembler()
-    f0 = asm.feed({"candidates": [{"content": {"parts": [{"text": "hm", "thought": True}]}}],
-                   "usageMetadata": {"promptTokenCount": 1}})
-    f1 = asm.feed({"candidates": [{"content": {"parts": [{"text": "Hel"}]},
-                                   "groundingMetadata": {"webSearchQueries": ["a"]}}]})
-    f2 = asm.feed({"candidates": [{"content": {"parts": [{"text": "lo"}, {"text": "", "thoughtSignature": SIG}]},
-                                   "finishReason": "STOP", "groundingMetadata": {"webSearchQueries": ["b"]}}],
-                   "usageMetadata": {"promptTokenCount": 1, "totalTokenCount": 9}})
+    f0 = asm.feed(
+        {
+            "candidates": [{"content": {"parts": [{"text": "hm", "thought": True}]}}],
+            "usageMetadata": {"promptTokenCount": 1},
+        }
+    )
+    f1 = asm.feed(
+        {"candidates": [{"content": {"parts": [{"text": "Hel"}]}, "groundingMetadata": {"webSearchQueries": ["a"]}}]}
+    )
+    f2 = asm.feed(
+        {
+            "candidates": [
+                {
+                    "content": {"parts": [{"text": "lo"}, {"text": "", "thoughtSignature": SIG}]},
+                    "finishReason": "STOP",
+                    "groundingMetadata": {"webSearchQueries": ["b"]},
+                }
+            ],
+            "usageMetadata": {"promptTokenCount": 1, "totalTokenCount": 9},
+        }
+    )
     assert (f0.text, f1.text, f2.text) == ("", "Hel", "lo")
     assert f0.provider_metadata is None
     assert f1.provider_metadata["metadata"] == {"webSearchQueries": ["a"]}
     assert f2.provider_metadata["metadata"] == {"webSearchQueries": ["a", "b"]}
     final = asm.result()
     assert final.text == "Hello" and final.finish_reason == "stop"
-    assert final.content["parts"] == [{"type": "text", "text": "hm", "thought": True},
-                                      {"type": "text", "text": "Hello"},
-                                      {"type": "text", "text": "", "thought_signature": SIG}]
+    assert final.content["parts"] == [
+        {"type": "text", "text": "hm", "thought": True},
+        {"type": "text", "text": "Hello"},
+        {"type": "text", "text": "", "thought_signature": SIG},
+    ]
     assert final.usage == {"prompt_token_count": 1, "total_token_count": 9}
     assert final.provider_metadata == f2.provider_metadata
 
@@ -116,22 +161,39 @@ def test_durations():
 
 
 def test_error_bodies_map_to_typed_errors_without_secrets():
-    body = {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "quota for key AIzaSECRETKEY",
-                      "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"},
-                                  {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
-                                   "violations": [{"quotaId": "PerMinute"}]}]}}
+    body = {
+        "error": {
+            "code": 429,
+            "status": "RESOURCE_EXHAUSTED",
+            "message": "quota for key AIzaSECRETKEY",
+            "details": [
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"},
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{"quotaId": "PerMinute"}]},
+            ],
+        }
+    }
     err = error_from_payload(429, [body], ("AIzaSECRETKEY",))
     assert isinstance(err, RateLimited)
-    assert err.details == {"status": 429, "google_status": "RESOURCE_EXHAUSTED", "message": "quota for key [REDACTED]",
-                           "retry_delay_s": 1.5, "quota_ids": ["PerMinute"]}
+    assert err.details == {
+        "status": 429,
+        "google_status": "RESOURCE_EXHAUSTED",
+        "message": "quota for key [REDACTED]",
+        "retry_delay_s": 1.5,
+        "quota_ids": ["PerMinute"],
+    }
     assert "AIzaSECRETKEY" not in repr(err) + str(err)
-    bad_key = error_from_body(400, b'{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "API key not '
-                                   b'valid.", "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", '
-                                   b'"reason": "API_KEY_INVALID"}]}}')
+    bad_key = error_from_body(
+        400,
+        b'{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "API key not '
+        b'valid.", "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", '
+        b'"reason": "API_KEY_INVALID"}]}}',
+    )
     assert bad_key.reason == "invalid_api_key" and type(bad_key) is ProviderHttpError
     assert error_from_body(502, b"<html>").details == {"status": 502}
-    assert error_from_payload(200, {"error": {"code": 503}}, midstream=True).details == {"status": 503,
-                                                                                          "midstream": True}
+    assert error_from_payload(200, {"error": {"code": 503}}, midstream=True).details == {
+        "status": 503,
+        "midstream": True,
+    }
 
 
 def _meta_of_size(size: int) -> dict:
@@ -148,8 +210,10 @@ def test_grounding_cap_is_256_kib_inclusive():
     at_limit, over = _meta_of_size(256 * 1024), _meta_of_size(256 * 1024 + 1)
     assert parse_response(_resp([{"text": "A"}], groundingMetadata=at_limit)).provider_metadata["metadata"] == at_limit
     assert merge_grounding(None, at_limit) == at_limit
-    for call in (lambda: parse_response(_resp([{"text": "A"}], groundingMetadata=over)),
-                 lambda: merge_grounding(None, over)):
+    for call in (
+        lambda: parse_response(_resp([{"text": "A"}], groundingMetadata=over)),
+        lambda: merge_grounding(None, over),
+    ):
         with pytest.raises(ProviderError) as info:
             call()
         assert info.value.reason == "provider_metadata_too_large"

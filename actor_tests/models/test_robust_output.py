@@ -55,8 +55,9 @@ _hostile_args = st.one_of(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(args=_hostile_args, streaming=st.booleans())
 def test_hostile_function_call_args_are_typed_errors(args: dict[str, Any], streaming: bool) -> None:
     with open_emulator(script=_calls_rule(args), latency_ms=0) as emu:
@@ -91,21 +92,28 @@ def test_a_12_mib_text_answer_is_refused_before_anything_holds_it() -> None:
 
 
 def _answer(parts: list[Any]) -> bytes:
-    return json.dumps({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]},
-                      ensure_ascii=True).encode()
+    return json.dumps(
+        {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}, ensure_ascii=True
+    ).encode()
 
 
 _WIRE_HOSTILE = {
     "lone_surrogate_text": (_answer([{"text": "\ud800"}]), "invalid_model_output"),
-    "lone_surrogate_arg": (_answer([{"functionCall": {"name": "f", "args": {"a": "\udfff"}}}]),
-                           "invalid_model_output"),
+    "lone_surrogate_arg": (_answer([{"functionCall": {"name": "f", "args": {"a": "\udfff"}}}]), "invalid_model_output"),
     "non_object_args": (_answer([{"functionCall": {"name": "f", "args": [1, 2]}}]), "malformed_response"),
     "string_args": (_answer([{"functionCall": {"name": "f", "args": "rm -rf"}}]), "malformed_response"),
     "bad_function_name": (_answer([{"functionCall": {"name": "f\x00; drop", "args": {}}}]), "invalid_model_output"),
     "unknown_part_kind": (_answer([{"videoMetadata": {"startOffset": "1s"}}]), "unsupported_response_part"),
     "nested_past_parser": (b"[" * 200_000 + b"]" * 200_000, "malformed_response"),
-    "usage_with_nul": (json.dumps({"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}],
-                                   "usageMetadata": {"x\u0000": 1}}).encode(), "invalid_model_output"),
+    "usage_with_nul": (
+        json.dumps(
+            {
+                "candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}],
+                "usageMetadata": {"x\u0000": 1},
+            }
+        ).encode(),
+        "invalid_model_output",
+    ),
 }
 
 
@@ -129,9 +137,17 @@ def test_every_accepted_answer_is_valid_content() -> None:
 
 # ---- time and size bounds -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("mode", "call"), [("silent", "generate"), ("silent", "stream"),
-                                            ("drip_headers", "generate"), ("drip_body", "generate"),
-                                            ("endless_sse", "stream")])
+
+@pytest.mark.parametrize(
+    ("mode", "call"),
+    [
+        ("silent", "generate"),
+        ("silent", "stream"),
+        ("drip_headers", "generate"),
+        ("drip_body", "generate"),
+        ("endless_sse", "stream"),
+    ],
+)
 def test_request_timeout_bounds_the_whole_call(mode: str, call: str) -> None:
     with hostile(mode, interval=0.05) as peer:  # type: ignore[arg-type]
         cfg = _cfg(peer.base_url, request_timeout=800)
@@ -177,12 +193,14 @@ def test_faulty_calls_keep_at_most_one_pooled_connection_per_thread() -> None:
     """200 faulty calls (HTTP 503, dropped connections, invalid output, timeouts) from 4 threads: the only fds
     left are the threads' pooled keep-alive connections (at most one per thread and server), and closing the
     pools gives every one back."""
-    script = {"rules": [
-        {"when": {"user_text_equals": "503"}, "respond": {"fault": {"status": 503}}},
-        {"when": {"user_text_equals": "drop"}, "respond": {"fault": {"kind": "drop_connection"}}},
-        {"when": {"user_text_equals": "nul"}, "respond": {"text": "a\x00"}},
-        {"when": {"user_text_equals": "slow"}, "respond": {"text": "late", "delay_ms": 2000}},
-    ]}
+    script = {
+        "rules": [
+            {"when": {"user_text_equals": "503"}, "respond": {"fault": {"status": 503}}},
+            {"when": {"user_text_equals": "drop"}, "respond": {"fault": {"kind": "drop_connection"}}},
+            {"when": {"user_text_equals": "nul"}, "respond": {"text": "a\x00"}},
+            {"when": {"user_text_equals": "slow"}, "respond": {"text": "late", "delay_ms": 2000}},
+        ]
+    }
     kinds = ["503", "drop", "nul", "slow"]
     with open_emulator(script=script, latency_ms=0) as emu:
         cfg = _cfg(emu.base_url, request_timeout=100)

@@ -25,11 +25,14 @@ def plan(goal: Any, context: dict[str, Any], config: dict[str, Any], history: li
     return config["plans"][0]
 
 
-def replan(goal: Any, context: dict[str, Any], config: dict[str, Any], history: list[dict[str, Any]],
-           failure: dict[str, Any]) -> Any:
+def replan(
+    goal: Any, context: dict[str, Any], config: dict[str, Any], history: list[dict[str, Any]], failure: dict[str, Any]
+) -> Any:
     if config.get("echo_failure"):
-        return {"version": 1, "steps": [{"id": "seen", "action": "echo",
-                                         "args": {"value": {"failure": failure, "history": history}}}]}
+        return {
+            "version": 1,
+            "steps": [{"id": "seen", "action": "echo", "args": {"value": {"failure": failure, "history": history}}}],
+        }
     failures = sum(1 for entry in history if entry["status"] == "failed")
     plans = config["plans"]
     return plans[min(failures, len(plans) - 1)]

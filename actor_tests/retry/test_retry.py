@@ -38,8 +38,12 @@ def test_exhaustion_carries_the_last_error_and_the_attempt_count(system: ActorSy
 def test_a_hung_attempt_is_killed_at_its_timeout_and_retried(system: ActorSystemHandle, tmp_path: Path) -> None:
     counter = CrossProcessCounter(tmp_path / "attempts")
     t0 = time.monotonic()
-    assert retry.execute(hang_first, {"max_attempts": 2, "attempt_timeout": 1500, "initial_delay": 1}, counter,
-                         system=system) == "after a hung attempt"
+    assert (
+        retry.execute(
+            hang_first, {"max_attempts": 2, "attempt_timeout": 1500, "initial_delay": 1}, counter, system=system
+        )
+        == "after a hung attempt"
+    )
     assert time.monotonic() - t0 < 10
     assert counter.value == 2
 
@@ -48,8 +52,13 @@ def test_the_total_deadline_bounds_everything(system: ActorSystemHandle, tmp_pat
     counter = CrossProcessCounter(tmp_path / "attempts")
     t0 = time.monotonic()
     with pytest.raises(RetryExhausted) as info:
-        retry.execute(flaky, {"max_attempts": 50, "initial_delay": 200, "backoff_factor": 1.0, "timeout": 700},
-                      counter, 99, system=system)
+        retry.execute(
+            flaky,
+            {"max_attempts": 50, "initial_delay": 200, "backoff_factor": 1.0, "timeout": 700},
+            counter,
+            99,
+            system=system,
+        )
     assert info.value.reason == "retry_deadline"
     assert time.monotonic() - t0 < 3
     assert 1 <= counter.value < 50
@@ -72,17 +81,41 @@ def test_backoff_is_bounded_exponential_and_full_jitter_stays_below_it() -> None
         assert 0.0 <= value <= bound
 
 
-@pytest.mark.parametrize("bad", [{"max_attempts": 0}, {"initial_delay": -1}, {"backoff_factor": 0.5},
-                                 {"jitter": "some"}, {"timeout": 0}, {"retries": 3}, {"max_delay": True}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_attempts": 0},
+        {"initial_delay": -1},
+        {"backoff_factor": 0.5},
+        {"jitter": "some"},
+        {"timeout": 0},
+        {"retries": 3},
+        {"max_delay": True},
+    ],
+)
 def test_invalid_policies_are_config_errors(bad: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         retry.RetryPolicy.from_config(bad)
 
 
-@given(st.dictionaries(st.sampled_from(["max_attempts", "initial_delay", "max_delay", "backoff_factor", "jitter",
-                                        "attempt_timeout", "timeout", "other"]),
-                       st.one_of(st.integers(-5, 10_000), st.floats(allow_nan=True), st.text(max_size=4),
-                                 st.none(), st.booleans()), max_size=5))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "max_attempts",
+                "initial_delay",
+                "max_delay",
+                "backoff_factor",
+                "jitter",
+                "attempt_timeout",
+                "timeout",
+                "other",
+            ]
+        ),
+        st.one_of(st.integers(-5, 10_000), st.floats(allow_nan=True), st.text(max_size=4), st.none(), st.booleans()),
+        max_size=5,
+    )
+)
 def test_policy_validation_only_ever_raises_config_error(config: dict[str, object]) -> None:
     try:
         retry.RetryPolicy.from_config(config)
@@ -92,12 +125,19 @@ def test_policy_validation_only_ever_raises_config_error(config: dict[str, objec
 
 # ---- the absolute deadline ------------------------------------------------------------------------------------------
 
+
 def test_an_absolute_deadline_bounds_attempts_and_waits(system: ActorSystemHandle, tmp_path: Path) -> None:
     counter = CrossProcessCounter(tmp_path / "attempts")
     t0 = time.monotonic()
     with pytest.raises(RetryExhausted) as info:
-        retry.execute(flaky, {"max_attempts": 50, "initial_delay": 200, "backoff_factor": 1.0, "timeout": 60_000},
-                      counter, 99, deadline=t0 + 0.7, system=system)   # earlier than the policy's timeout: it wins
+        retry.execute(
+            flaky,
+            {"max_attempts": 50, "initial_delay": 200, "backoff_factor": 1.0, "timeout": 60_000},
+            counter,
+            99,
+            deadline=t0 + 0.7,
+            system=system,
+        )  # earlier than the policy's timeout: it wins
     assert info.value.reason == "retry_deadline"
     assert time.monotonic() - t0 < 3
     assert 1 <= counter.value < 50
@@ -107,11 +147,16 @@ def test_a_hung_attempt_is_killed_at_the_absolute_deadline(system: ActorSystemHa
     counter = CrossProcessCounter(tmp_path / "attempts")
     t0 = time.monotonic()
     with pytest.raises(RetryExhausted) as info:
-        retry.execute(hang_first, {"max_attempts": 3, "attempt_timeout": 30_000, "initial_delay": 1}, counter,
-                      deadline=t0 + 1.5, system=system)
+        retry.execute(
+            hang_first,
+            {"max_attempts": 3, "attempt_timeout": 30_000, "initial_delay": 1},
+            counter,
+            deadline=t0 + 1.5,
+            system=system,
+        )
     assert info.value.reason == "retry_deadline"
     assert info.value.details["last_error"]["reason"] == "job_timeout"
-    assert time.monotonic() - t0 < 5   # not the attempt's 30 s
+    assert time.monotonic() - t0 < 5  # not the attempt's 30 s
     assert counter.value == 1
 
 
@@ -123,8 +168,17 @@ def test_a_deadline_already_past_runs_no_attempt(system: ActorSystemHandle, tmp_
     assert counter.value == 0
 
 
-@given(st.one_of(st.text(max_size=5), st.booleans(), st.just(float("nan")), st.just(float("inf")),
-                 st.just(float("-inf")), st.lists(st.integers(), max_size=2), st.dictionaries(st.text(), st.none())))
+@given(
+    st.one_of(
+        st.text(max_size=5),
+        st.booleans(),
+        st.just(float("nan")),
+        st.just(float("inf")),
+        st.just(float("-inf")),
+        st.lists(st.integers(), max_size=2),
+        st.dictionaries(st.text(), st.none()),
+    )
+)
 def test_a_deadline_that_is_not_finite_monotonic_seconds_is_a_config_error(bad: object) -> None:
     with pytest.raises(ConfigError) as info:
         retry.execute("actor_tests.retry.funcs:flaky", {"max_attempts": 1}, deadline=bad)  # type: ignore[arg-type]

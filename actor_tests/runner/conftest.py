@@ -26,9 +26,26 @@ from adk_actors.sessions import SessionRef
 from adk_actors.sessions.actor import ActorSessionService
 from adk_actors.testing import CrossProcessCounter
 
-__all__ = ["Journal", "Spawner", "config_for", "emu", "first_run_item", "function_responses", "journal_tool",
-           "long_running_tool", "make_spawner", "model_contents", "production_gate", "publish_tool", "read_events",
-           "spawn", "svc", "tool_hook_counter", "unique", "until"]
+__all__ = [
+    "Journal",
+    "Spawner",
+    "config_for",
+    "emu",
+    "first_run_item",
+    "function_responses",
+    "journal_tool",
+    "long_running_tool",
+    "make_spawner",
+    "model_contents",
+    "production_gate",
+    "publish_tool",
+    "read_events",
+    "spawn",
+    "svc",
+    "tool_hook_counter",
+    "unique",
+    "until",
+]
 
 
 @pytest.fixture
@@ -91,8 +108,9 @@ def journal(tmp_path: Path) -> Journal:
     return Journal(tmp_path)
 
 
-def journal_tool(journal: Journal, name: str, *, hold_s: float = 0.0, parallel_safe: bool = False,
-                 requires_confirmation: Any = False) -> FunctionTool:
+def journal_tool(
+    journal: Journal, name: str, *, hold_s: float = 0.0, parallel_safe: bool = False, requires_confirmation: Any = False
+) -> FunctionTool:
     """A tool ``name(city)`` that journals ``{"tool", "city", "start", "end"}`` per call; ``hold_s`` keeps it
     running that long (a measurement window in which an overlap with another call would show)."""
     path = journal.path
@@ -107,8 +125,13 @@ def journal_tool(journal: Journal, name: str, *, hold_s: float = 0.0, parallel_s
             fh.write(line + "\n")
         return {"city": city, "ok": True}
 
-    return FunctionTool(tool, name=name, description="Look something up for a city.", parallel_safe=parallel_safe,
-                        requires_confirmation=requires_confirmation)
+    return FunctionTool(
+        tool,
+        name=name,
+        description="Look something up for a city.",
+        parallel_safe=parallel_safe,
+        requires_confirmation=requires_confirmation,
+    )
 
 
 def publish_tool(counter: CrossProcessCounter, *, requires_confirmation: Any = True) -> FunctionTool:

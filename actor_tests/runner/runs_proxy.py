@@ -41,8 +41,9 @@ class CutRelay:
         self._spawn(self._accept)
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         with self._lock:
             self._closed = True
             sockets = [self._listener, *self._sockets]

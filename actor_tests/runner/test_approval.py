@@ -38,10 +38,14 @@ from adk_actors.testing import CrossProcessCounter
 APP = "approval_tests"
 USER = "u1"
 
-PUBLISH = {"when": {"user_text_regex": "(?i)publish to (?P<env>[\\w-]+)", "has_function_response": False},
-           "respond": {"function_calls": [{"name": "publish_release", "args": {"environment": "{match.env}"}}]}}
-EXPORT = {"when": {"user_text_contains": "export", "has_function_response": False},
-          "respond": {"function_calls": [{"name": "start_export", "args": {"name": "quarterly"}}]}}
+PUBLISH = {
+    "when": {"user_text_regex": "(?i)publish to (?P<env>[\\w-]+)", "has_function_response": False},
+    "respond": {"function_calls": [{"name": "publish_release", "args": {"environment": "{match.env}"}}]},
+}
+EXPORT = {
+    "when": {"user_text_contains": "export", "has_function_response": False},
+    "respond": {"function_calls": [{"name": "start_export", "args": {"name": "quarterly"}}]},
+}
 AFTER_TOOL = {"when": {"has_function_response": True}, "respond": {"text": "Tool said: {response_text}"}}
 ECHO = {"when": {}, "respond": {"text": "You said: {user_text}"}}
 SCRIPT = {"rules": [PUBLISH, EXPORT, AFTER_TOOL, ECHO]}
@@ -60,14 +64,20 @@ def pause_of(result: Any) -> Any:
 
 def model_call(events: list[Event], name: str) -> dict[str, Any]:
     """The last function call named ``name`` among the stored model events."""
-    calls = [p for e in events if e.content is not None and not e.partial for p in e.content.to_dict()["parts"]
-             if p["type"] == "function_call" and p["name"] == name]
+    calls = [
+        p
+        for e in events
+        if e.content is not None and not e.partial
+        for p in e.content.to_dict()["parts"]
+        if p["type"] == "function_call" and p["name"] == name
+    ]
     return calls[-1]
 
 
 @pytest.fixture
-def runner_for(system: ActorSystemHandle, emu: Any, svc: ActorSessionService,
-               agent_factory: Callable[..., str]) -> Callable[..., Runner]:
+def runner_for(
+    system: ActorSystemHandle, emu: Any, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> Callable[..., Runner]:
     """``runner_for(tools, **runner_options)``: a Runner of a fresh agent on the emulator's approval script."""
     emu.set_script(SCRIPT)
 
@@ -79,9 +89,10 @@ def runner_for(system: ActorSystemHandle, emu: Any, svc: ActorSessionService,
 
 # ---- confirmation ----------------------------------------------------------------------------------------------
 
+
 def test_a_statically_gated_call_pauses_unexecuted_and_approval_runs_it_exactly_once(
-        emu: Any, svc: ActorSessionService, counter: CrossProcessCounter,
-        runner_for: Callable[..., Runner]) -> None:
+    emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([publish_tool(counter)])
     sid = unique("s")
     paused = runner.run(USER, sid, "Please publish to production-eu-7 now.")
@@ -108,7 +119,8 @@ def test_a_statically_gated_call_pauses_unexecuted_and_approval_runs_it_exactly_
 
 
 def test_an_argument_dependent_gate_pauses_only_when_it_requires_and_carries_its_hint(
-        svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([publish_tool(counter, requires_confirmation=production_gate())])
     staging = unique("s")
     assert runner.run(USER, staging, "Publish to staging please.") == "Tool said: staging"
@@ -124,8 +136,8 @@ def test_an_argument_dependent_gate_pauses_only_when_it_requires_and_carries_its
 
 
 def test_a_rejection_runs_nothing_and_the_model_sees_tool_confirmation_rejected(
-        emu: Any, svc: ActorSessionService, counter: CrossProcessCounter,
-        runner_for: Callable[..., Runner]) -> None:
+    emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([publish_tool(counter)])
     sid = unique("s")
     pause = pause_of(runner.run(USER, sid, "Publish to production."))
@@ -139,13 +151,22 @@ def test_a_rejection_runs_nothing_and_the_model_sees_tool_confirmation_rejected(
 
 
 def test_a_gated_call_with_invalid_arguments_fails_its_schema_and_never_becomes_a_pause(
-        emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     """The gate is evaluated after schema validation: a call the schema refuses is answered as failed at once."""
     runner = runner_for([publish_tool(counter)])
-    emu.set_script({"rules": [
-        {"when": {"has_function_response": False},
-         "respond": {"function_calls": [{"name": "publish_release", "args": {"environment": 42}}]}},
-        AFTER_TOOL, ECHO]})
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"has_function_response": False},
+                    "respond": {"function_calls": [{"name": "publish_release", "args": {"environment": 42}}]},
+                },
+                AFTER_TOOL,
+                ECHO,
+            ]
+        }
+    )
     sid = unique("s")
     output = runner.run(USER, sid, "Publish it.")
 
@@ -158,8 +179,13 @@ def test_a_gated_call_with_invalid_arguments_fails_its_schema_and_never_becomes_
 
 
 def test_tool_callbacks_never_run_while_paused_or_after_a_rejection_and_run_once_after_approval(
-        system: ActorSystemHandle, emu: Any, svc: ActorSessionService, counter: CrossProcessCounter,
-        tmp_path: Path, agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle,
+    emu: Any,
+    svc: ActorSessionService,
+    counter: CrossProcessCounter,
+    tmp_path: Path,
+    agent_factory: Callable[..., str],
+) -> None:
     """The gate is evaluated before the tool callbacks: ``before_tool`` sees only an approved call."""
     emu.set_script(SCRIPT)
     hooks = CrossProcessCounter(tmp_path / "before_tool")
@@ -180,7 +206,8 @@ def test_tool_callbacks_never_run_while_paused_or_after_a_rejection_and_run_once
 
 
 def test_stream_of_a_gated_call_yields_the_stored_events_and_ends_after_the_pause_event(
-        svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([publish_tool(counter)], streaming_mode="text")
     sid = unique("s")
     streamed = list(runner.stream(USER, sid, "Publish to production.", timeout=20))
@@ -195,9 +222,11 @@ def test_stream_of_a_gated_call_yields_the_stored_events_and_ends_after_the_paus
 
 RESPONSES = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=6), st.sampled_from(["yes", "true"])),
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(st.sampled_from(["confirmed", "approved", "x"]), inner, max_size=3)),
-    max_leaves=6)
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["confirmed", "approved", "x"]), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 
 def is_confirmation(response: Any) -> bool:
@@ -205,16 +234,22 @@ def is_confirmation(response: Any) -> bool:
 
 
 def test_invalid_resume_responses_consume_nothing_and_a_valid_resume_still_works(
-        svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([publish_tool(counter)])
     sid = unique("s")
     pause = pause_of(runner.run(USER, sid, "Publish to production."))
     stored = len(read_events(svc, APP, USER, sid))
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(response=st.one_of(st.sampled_from([{"confirmed": "yes"}, {"confirmed": 1}, {"confirmed": True, "x": 1},
-                                               {}, [], None, True, "confirmed"]),
-                              RESPONSES.filter(lambda r: not is_confirmation(r))))
+    @given(
+        response=st.one_of(
+            st.sampled_from(
+                [{"confirmed": "yes"}, {"confirmed": 1}, {"confirmed": True, "x": 1}, {}, [], None, True, "confirmed"]
+            ),
+            RESPONSES.filter(lambda r: not is_confirmation(r)),
+        )
+    )
     def refused(response: Any) -> None:
         with pytest.raises(ValidationError) as info:
             runner.resume(USER, sid, pause.continuation_id, response)
@@ -227,8 +262,9 @@ def test_invalid_resume_responses_consume_nothing_and_a_valid_resume_still_works
     assert counter.value == 1
 
 
-def test_a_used_continuation_cannot_be_replayed(svc: ActorSessionService, counter: CrossProcessCounter,
-                                                runner_for: Callable[..., Runner]) -> None:
+def test_a_used_continuation_cannot_be_replayed(
+    svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([publish_tool(counter)])
     sid = unique("s")
     paused = runner.run(USER, sid, "Publish to production.")
@@ -244,7 +280,8 @@ def test_a_used_continuation_cannot_be_replayed(svc: ActorSessionService, counte
 
 
 def test_two_concurrent_resumes_of_one_pause_succeed_exactly_once(
-        svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([publish_tool(counter)])
     sid = unique("s")
     pause = pause_of(runner.run(USER, sid, "Publish to production."))
@@ -275,7 +312,8 @@ def two_paused_invocations(emu: Any, runner: Runner, sid: str) -> tuple[runs.Pau
 
 
 def test_resume_without_an_id_is_ambiguous_with_two_paused_invocations_and_each_resumes_by_id(
-        emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([publish_tool(counter)])
     sid = unique("s")
     first, second = two_paused_invocations(emu, runner, sid)
@@ -295,33 +333,43 @@ def test_resume_without_an_id_is_ambiguous_with_two_paused_invocations_and_each_
 
 
 def test_a_resumed_invocation_sees_its_own_tool_round_trip_when_another_paused_in_between(
-        emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([publish_tool(counter)])
     sid = unique("s")
     first, _ = two_paused_invocations(emu, runner, sid)
     emu.set_script({"rules": [AFTER_TOOL, ECHO]})
-    call = model_call([e for e in read_events(svc, APP, USER, sid)
-                       if e.invocation_id == first.event.invocation_id], "publish_release")
+    call = model_call(
+        [e for e in read_events(svc, APP, USER, sid) if e.invocation_id == first.event.invocation_id], "publish_release"
+    )
 
     runner.resume(USER, sid, first.event.invocation_id, {"confirmed": True})
     assert counter.value == 1
     contents = model_contents(emu.requests[-1])
-    calls = [i for i, c in enumerate(contents) for p in c["parts"]
-             if p.get("functionCall", {}).get("id") == call["id"]]
+    calls = [i for i, c in enumerate(contents) for p in c["parts"] if p.get("functionCall", {}).get("id") == call["id"]]
     assert calls, "the model was not shown its own approved call"
     following = [p["functionResponse"] for p in contents[calls[0] + 1]["parts"] if "functionResponse" in p]
     assert [r["id"] for r in following] == [call["id"]]
 
 
-def test_an_approval_covers_only_the_approved_call(emu: Any, svc: ActorSessionService,
-                                                   counter: CrossProcessCounter,
-                                                   runner_for: Callable[..., Runner]) -> None:
+def test_an_approval_covers_only_the_approved_call(
+    emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([publish_tool(counter)])
-    emu.set_script({"rules": [
-        PUBLISH,
-        {"when": {"has_function_response": True}, "times": 1,  # the model follows up with a second release
-         "respond": {"function_calls": [{"name": "publish_release", "args": {"environment": "production"}}]}},
-        AFTER_TOOL, ECHO]})
+    emu.set_script(
+        {
+            "rules": [
+                PUBLISH,
+                {
+                    "when": {"has_function_response": True},
+                    "times": 1,  # the model follows up with a second release
+                    "respond": {"function_calls": [{"name": "publish_release", "args": {"environment": "production"}}]},
+                },
+                AFTER_TOOL,
+                ECHO,
+            ]
+        }
+    )
     sid = unique("s")
     first = pause_of(runner.run(USER, sid, "Publish to staging."))
 
@@ -331,7 +379,8 @@ def test_an_approval_covers_only_the_approved_call(emu: Any, svc: ActorSessionSe
 
 
 def test_runs_resume_links_the_runs_and_a_second_resume_fails_already_resumed(
-        system: ActorSystemHandle, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    system: ActorSystemHandle, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([publish_tool(counter)])
     run_id = runs.start(runner, USER, unique("s"), "Publish to production.", system=system)
     outcome = runs.wait(run_id, 30, system=system)
@@ -348,11 +397,12 @@ def test_runs_resume_links_the_runs_and_a_second_resume_fails_already_resumed(
     assert counter.value == 1
 
 
-def test_a_tool_denied_by_policy_never_becomes_a_pause(emu: Any, svc: ActorSessionService,
-                                                       counter: CrossProcessCounter,
-                                                       runner_for: Callable[..., Runner]) -> None:
-    runner = runner_for([publish_tool(counter)], runtime_policy={"id": "no-publish", "agents": {"allow": "all"},
-                                                                 "tools": {"allow": []}})
+def test_a_tool_denied_by_policy_never_becomes_a_pause(
+    emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
+    runner = runner_for(
+        [publish_tool(counter)], runtime_policy={"id": "no-publish", "agents": {"allow": "all"}, "tools": {"allow": []}}
+    )
     sid = unique("s")
     output = runner.run(USER, sid, "Publish to production.")
 
@@ -366,16 +416,32 @@ def test_a_tool_denied_by_policy_never_becomes_a_pause(emu: Any, svc: ActorSessi
     assert audit.actions.runtime_policy_decision["subject"] == "publish_release"
 
 
-def test_a_gated_call_is_a_serial_barrier_in_its_round(emu: Any, svc: ActorSessionService, journal: Journal,
-                                                       counter: CrossProcessCounter,
-                                                       runner_for: Callable[..., Runner]) -> None:
+def test_a_gated_call_is_a_serial_barrier_in_its_round(
+    emu: Any,
+    svc: ActorSessionService,
+    journal: Journal,
+    counter: CrossProcessCounter,
+    runner_for: Callable[..., Runner],
+) -> None:
     runner = runner_for([publish_tool(counter), journal_tool(journal, "note", parallel_safe=True)])
-    emu.set_script({"rules": [
-        {"when": {"user_text_contains": "release", "has_function_response": False},
-         "respond": {"function_calls": [{"name": "note", "args": {"city": "before"}},
-                                        {"name": "publish_release", "args": {"environment": "production"}},
-                                        {"name": "note", "args": {"city": "after"}}]}},
-        AFTER_TOOL, ECHO]})
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"user_text_contains": "release", "has_function_response": False},
+                    "respond": {
+                        "function_calls": [
+                            {"name": "note", "args": {"city": "before"}},
+                            {"name": "publish_release", "args": {"environment": "production"}},
+                            {"name": "note", "args": {"city": "after"}},
+                        ]
+                    },
+                },
+                AFTER_TOOL,
+                ECHO,
+            ]
+        }
+    )
     sid = unique("s")
     pause = pause_of(runner.run(USER, sid, "Prepare the release."))
 
@@ -389,15 +455,27 @@ def test_a_gated_call_is_a_serial_barrier_in_its_round(emu: Any, svc: ActorSessi
     assert [r["name"] for r in function_responses(emu.requests[-1])] == ["note", "publish_release", "note"]
 
 
-def test_approval_rechecks_the_current_policy(system: ActorSystemHandle, emu: Any, svc: ActorSessionService,
-                                              counter: CrossProcessCounter,
-                                              runner_for: Callable[..., Runner]) -> None:
+def test_approval_rechecks_the_current_policy(
+    system: ActorSystemHandle,
+    emu: Any,
+    svc: ActorSessionService,
+    counter: CrossProcessCounter,
+    runner_for: Callable[..., Runner],
+) -> None:
     runner = runner_for([publish_tool(counter)])
     sid = unique("s")
     pause = pause_of(runner.run(USER, sid, "Publish to production."))
-    stricter = Runner(runner.agent_name, APP, svc, system=system,
-                      runtime_policy={"id": "frozen", "agents": {"allow": "all"},
-                                      "tools": {"allow": "all", "deny": ["publish_release"]}})
+    stricter = Runner(
+        runner.agent_name,
+        APP,
+        svc,
+        system=system,
+        runtime_policy={
+            "id": "frozen",
+            "agents": {"allow": "all"},
+            "tools": {"allow": "all", "deny": ["publish_release"]},
+        },
+    )
 
     output = stricter.resume(USER, sid, pause.continuation_id, {"confirmed": True})
     assert counter.value == 0 and isinstance(output, str)
@@ -413,9 +491,9 @@ def test_approval_rechecks_the_current_policy(system: ActorSystemHandle, emu: An
 COMPLETED = {"operation_id": "export-42", "status": "completed", "result": {"artifact": "export.zip"}}
 
 
-def test_a_long_running_tool_pauses_without_holding_a_worker(system: ActorSystemHandle, svc: ActorSessionService,
-                                                             counter: CrossProcessCounter,
-                                                             runner_for: Callable[..., Runner]) -> None:
+def test_a_long_running_tool_pauses_without_holding_a_worker(
+    system: ActorSystemHandle, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([long_running_tool(counter)])
     sid = unique("s")
     paused = runner.run(USER, sid, "Start the export.")
@@ -431,14 +509,18 @@ def test_a_long_running_tool_pauses_without_holding_a_worker(system: ActorSystem
 
 
 def test_progress_updates_are_partial_events_only_while_the_pause_is_open(
-        emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([long_running_tool(counter)])
     sid = unique("s")
     paused = runner.run(USER, sid, "Start the export.")
     invocation = paused.event.invocation_id
-    updates = [runner.update_long_running(USER, sid, invocation, "export-42",
-                                          {"operation_id": "export-42", "status": "running", "progress": p})
-               for p in (10, 60)]
+    updates = [
+        runner.update_long_running(
+            USER, sid, invocation, "export-42", {"operation_id": "export-42", "status": "running", "progress": p}
+        )
+        for p in (10, 60)
+    ]
 
     stored = read_events(svc, APP, USER, sid)
     assert [e.id for e in stored[-2:]] == [u.id for u in updates]
@@ -451,15 +533,17 @@ def test_progress_updates_are_partial_events_only_while_the_pause_is_open(
     [response] = function_responses(emu.requests[-1])
     assert response["response"]["status"] == "completed", "progress never reaches the model"
     with pytest.raises(RunError) as info:
-        runner.update_long_running(USER, sid, invocation, "export-42",
-                                   {"operation_id": "export-42", "status": "running", "progress": 90})
+        runner.update_long_running(
+            USER, sid, invocation, "export-42", {"operation_id": "export-42", "status": "running", "progress": 90}
+        )
     assert info.value.reason == "no_paused_invocation"
-    after = read_events(svc, APP, USER, sid)[len(stored):]
+    after = read_events(svc, APP, USER, sid)[len(stored) :]
     assert [e.is_final for e in after] == [False, True], "the terminal response, then the final event"
 
 
 def test_update_long_running_refuses_an_operation_id_other_than_the_paused_one_and_stores_nothing(
-        svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([long_running_tool(counter)])
     sid = unique("s")
     paused = runner.run(USER, sid, "Start the export.")
@@ -468,14 +552,15 @@ def test_update_long_running_refuses_an_operation_id_other_than_the_paused_one_a
 
     running = {"status": "running", "progress": 10}
     for argument, update, rule in [
-            ("export-43", {"operation_id": "export-42", **running}, "operation_id"),
-            ("export-43", {"operation_id": "export-43", **running}, "operation_id"),
-            ("", {"operation_id": "export-42", **running}, "operation_id"),
-            ("export-42", {"operation_id": "export-43", **running}, "operation_id"),
-            ("export-42", dict(running), "operation_id"),
-            ("export-42", ["export-42", "running"], "not_a_mapping"),
-            ("export-42", {"operation_id": "export-42", "status": "completed"}, "terminal_status"),
-            ("export-42", {"operation_id": "export-42", "status": "running", "progress": float("nan")}, "not_json")]:
+        ("export-43", {"operation_id": "export-42", **running}, "operation_id"),
+        ("export-43", {"operation_id": "export-43", **running}, "operation_id"),
+        ("", {"operation_id": "export-42", **running}, "operation_id"),
+        ("export-42", {"operation_id": "export-43", **running}, "operation_id"),
+        ("export-42", dict(running), "operation_id"),
+        ("export-42", ["export-42", "running"], "not_a_mapping"),
+        ("export-42", {"operation_id": "export-42", "status": "completed"}, "terminal_status"),
+        ("export-42", {"operation_id": "export-42", "status": "running", "progress": float("nan")}, "not_json"),
+    ]:
         with pytest.raises(ValidationError) as info:
             runner.update_long_running(USER, sid, invocation, argument, update)  # type: ignore[arg-type]
         assert (info.value.reason, info.value.details["rule"]) == ("invalid_resume_response", rule), (argument, update)
@@ -493,7 +578,8 @@ def _signature_bytes(signature: str) -> bytes:
 
 
 def test_a_long_running_resume_keeps_the_thought_signature_of_the_original_call(
-        emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    emu: Any, svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([long_running_tool(counter)])
     sid = unique("s")
     invocation = runner.run(USER, sid, "Start the export.").event.invocation_id
@@ -502,33 +588,55 @@ def test_a_long_running_resume_keeps_the_thought_signature_of_the_original_call(
     assert call.get("thought_signature"), "the emulator signs every function call (Gemini 3)"
 
     runner.resume(USER, sid, invocation, COMPLETED)
-    [(event, part)] = [(e, p) for e in read_events(svc, APP, USER, sid)[len(before):] if e.content is not None
-                       for p in e.content.to_dict()["parts"] if p["type"] == "function_response"]
+    [(event, part)] = [
+        (e, p)
+        for e in read_events(svc, APP, USER, sid)[len(before) :]
+        if e.content is not None
+        for p in e.content.to_dict()["parts"]
+        if p["type"] == "function_response"
+    ]
     assert (event.invocation_id, part["id"]) == (invocation, call["id"])
     assert event.thought_signature == call["thought_signature"] and event.provider_metadata is None
-    sent = [p for c in model_contents(emu.requests[-1]) if c["role"] == "model" for p in c["parts"]
-            if p.get("functionCall", {}).get("id") == call["id"]]
+    sent = [
+        p
+        for c in model_contents(emu.requests[-1])
+        if c["role"] == "model"
+        for p in c["parts"]
+        if p.get("functionCall", {}).get("id") == call["id"]
+    ]
     assert [_signature_bytes(p.get("thoughtSignature", "")) for p in sent] == [
-        _signature_bytes(call["thought_signature"])], "the resumed model call lost the call's signature"
+        _signature_bytes(call["thought_signature"])
+    ], "the resumed model call lost the call's signature"
 
 
 LR_RESPONSES = st.one_of(
-    st.fixed_dictionaries({"operation_id": st.sampled_from(["export-42", "export-43", "", None, 42]),
-                           "status": st.sampled_from(["completed", "failed", "cancelled", "running", "done", None])},
-                          optional={"result": st.one_of(st.floats(allow_nan=True), st.text(max_size=4))}),
-    st.none(), st.lists(st.integers(), max_size=2), st.text(max_size=5))
+    st.fixed_dictionaries(
+        {
+            "operation_id": st.sampled_from(["export-42", "export-43", "", None, 42]),
+            "status": st.sampled_from(["completed", "failed", "cancelled", "running", "done", None]),
+        },
+        optional={"result": st.one_of(st.floats(allow_nan=True), st.text(max_size=4))},
+    ),
+    st.none(),
+    st.lists(st.integers(), max_size=2),
+    st.text(max_size=5),
+)
 
 
 def is_terminal_response(response: Any) -> bool:
     import math
 
-    return (isinstance(response, dict) and response.get("operation_id") == "export-42"
-            and response.get("status") in ("completed", "failed", "cancelled")
-            and not (isinstance(response.get("result"), float) and not math.isfinite(response["result"])))
+    return (
+        isinstance(response, dict)
+        and response.get("operation_id") == "export-42"
+        and response.get("status") in ("completed", "failed", "cancelled")
+        and not (isinstance(response.get("result"), float) and not math.isfinite(response["result"]))
+    )
 
 
 def test_invalid_long_running_responses_and_updates_consume_nothing(
-        svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([long_running_tool(counter)])
     sid = unique("s")
     invocation = runner.run(USER, sid, "Start the export.").event.invocation_id
@@ -551,7 +659,8 @@ def test_invalid_long_running_responses_and_updates_consume_nothing(
 
 
 def test_a_terminal_resume_records_the_response_under_the_original_invocation_and_call(
-        svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]) -> None:
+    svc: ActorSessionService, counter: CrossProcessCounter, runner_for: Callable[..., Runner]
+) -> None:
     runner = runner_for([long_running_tool(counter)])
     sid = unique("s")
     invocation = runner.run(USER, sid, "Start the export.").event.invocation_id
@@ -559,9 +668,14 @@ def test_a_terminal_resume_records_the_response_under_the_original_invocation_an
     call = model_call(before, "start_export")
 
     runner.resume(USER, sid, invocation, COMPLETED)
-    after = read_events(svc, APP, USER, sid)[len(before):]
-    responses = [(e, p) for e in after if e.content is not None
-                 for p in e.content.to_dict()["parts"] if p["type"] == "function_response"]
+    after = read_events(svc, APP, USER, sid)[len(before) :]
+    responses = [
+        (e, p)
+        for e in after
+        if e.content is not None
+        for p in e.content.to_dict()["parts"]
+        if p["type"] == "function_response"
+    ]
     [(event, part)] = responses
     assert event.invocation_id == invocation and not event.partial
     assert (part["name"], part["id"], part["response"]) == ("start_export", call["id"], COMPLETED)
@@ -569,15 +683,21 @@ def test_a_terminal_resume_records_the_response_under_the_original_invocation_an
     assert counter.value == 1, "the tool is not run again on resume"
 
 
-@pytest.mark.parametrize(("text", "reason"), [("Start the export.", "long_running_requires_runner"),
-                                              ("Publish to production.", "tool_confirmation_requires_runner")])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("Start the export.", "long_running_requires_runner"),
+        ("Publish to production.", "tool_confirmation_requires_runner"),
+    ],
+)
 def test_off_the_runner_long_running_and_gated_tools_fail_closed(
-        text: str, reason: str, system: ActorSystemHandle, emu: Any, tmp_path: Path,
-        agent_factory: Callable[..., str]) -> None:
+    text: str, reason: str, system: ActorSystemHandle, emu: Any, tmp_path: Path, agent_factory: Callable[..., str]
+) -> None:
     emu.set_script(SCRIPT)
     published = CrossProcessCounter(tmp_path / "published")
-    agent = agent_factory("OffRunner", [publish_tool(published), long_running_tool(CrossProcessCounter(
-        tmp_path / "exports"))])
+    agent = agent_factory(
+        "OffRunner", [publish_tool(published), long_running_tool(CrossProcessCounter(tmp_path / "exports"))]
+    )
 
     output = prompt(agent, text, timeout=30, system=system)
     [response] = function_responses(emu.requests[-1])
@@ -587,9 +707,10 @@ def test_off_the_runner_long_running_and_gated_tools_fail_closed(
 
 # ---- a durable store ---------------------------------------------------------------------------------------------
 
+
 def test_a_pause_in_a_sqlite_store_resumes_through_a_new_runner_and_is_single_use(
-        system: ActorSystemHandle, emu: Any, tmp_path: Path, counter: CrossProcessCounter,
-        agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle, emu: Any, tmp_path: Path, counter: CrossProcessCounter, agent_factory: Callable[..., str]
+) -> None:
     emu.set_script(SCRIPT)
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     agent = agent_factory("Durable", [publish_tool(counter)])
@@ -602,8 +723,7 @@ def test_a_pause_in_a_sqlite_store_resumes_through_a_new_runner_and_is_single_us
         later = Runner(agent, APP, second_store, system=system)
         assert later.resume(USER, sid, pause.continuation_id, {"confirmed": True}) == "Tool said: production"
         with pytest.raises(RunError) as info:
-            Runner(agent, APP, first_store, system=system).resume(USER, sid, pause.continuation_id,
-                                                                  {"confirmed": True})
+            Runner(agent, APP, first_store, system=system).resume(USER, sid, pause.continuation_id, {"confirmed": True})
         assert info.value.reason == "no_paused_invocation"
         assert counter.value == 1
         assert second_store.get_session(ref_of(sid)).state[f"adk_pause:{pause.continuation_id}"] == "consumed"

@@ -46,8 +46,10 @@ from adk_actors.tools import ToolContext
 APP = "runner_tests"
 USER = "u1"
 
-LOOKUP = {"when": {"user_text_contains": "look", "has_function_response": False},
-          "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Zanzibar-Q7"}}]}}
+LOOKUP = {
+    "when": {"user_text_contains": "look", "has_function_response": False},
+    "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Zanzibar-Q7"}}]},
+}
 AFTER_TOOL = {"when": {"has_function_response": True}, "respond": {"text": "Tool said: {response_text}"}}
 ECHO = {"when": {}, "respond": {"text": "You said: {user_text}"}}
 
@@ -65,8 +67,11 @@ def system_text(request: dict[str, Any]) -> str:
 
 
 def texts_by_role(request: dict[str, Any], role: str) -> list[str]:
-    return ["".join(p.get("text", "") for p in c["parts"]) for c in model_contents(request)
-            if c["role"] == role and any("text" in p for p in c["parts"])]
+    return [
+        "".join(p.get("text", "") for p in c["parts"])
+        for c in model_contents(request)
+        if c["role"] == role and any("text" in p for p in c["parts"])
+    ]
 
 
 def one_final_per_invocation(events: list[Event]) -> dict[str, Event]:
@@ -80,9 +85,14 @@ def one_final_per_invocation(events: list[Event]) -> dict[str, Event]:
 
 # ---- events ------------------------------------------------------------------------------------------------------
 
+
 def test_an_invocation_stores_user_model_tool_and_exactly_one_final_event_in_order(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, journal: Journal,
-        agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle,
+    emu: Emulator,
+    svc: ActorSessionService,
+    journal: Journal,
+    agent_factory: Callable[..., str],
+) -> None:
     emu.set_script({"rules": [LOOKUP, AFTER_TOOL, ECHO]})
     agent = agent_factory("Events", [journal_tool(journal, "lookup")])
     runner = Runner(agent, APP, svc, system=system)
@@ -92,8 +102,13 @@ def test_an_invocation_stores_user_model_tool_and_exactly_one_final_event_in_ord
 
     events = read_events(svc, APP, USER, sid)
     assert [(e.author, parts_of(e)) for e in events] == [
-        ("user", ["text"]), (agent, ["function_call"]), (agent, ["function_response"]), (agent, ["text"]),
-        ("user", ["text"]), (agent, ["text"])]
+        ("user", ["text"]),
+        (agent, ["function_call"]),
+        (agent, ["function_response"]),
+        (agent, ["text"]),
+        ("user", ["text"]),
+        (agent, ["text"]),
+    ]
     assert [e.invocation_id for e in events[:4]] == [events[0].invocation_id] * 4
     assert events[4].invocation_id == events[5].invocation_id != events[0].invocation_id
     finals = one_final_per_invocation(events)
@@ -105,11 +120,12 @@ def test_an_invocation_stores_user_model_tool_and_exactly_one_final_event_in_ord
 
 @pytest.mark.parametrize("mode", ["text", "content"])
 def test_streamed_partials_are_stored_replayable_and_kept_out_of_the_next_model_call(
-        mode: str, system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
-        agent_factory: Callable[..., str]) -> None:
+    mode: str, system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     answer = "Supervisors restart children according to their strategy, one_for_one by default here."
-    emu.set_script({"rules": [{"when": {"user_text_contains": "explain"}, "respond": {"text": answer, "chunks": 40}},
-                              ECHO]})
+    emu.set_script(
+        {"rules": [{"when": {"user_text_contains": "explain"}, "respond": {"text": answer, "chunks": 40}}, ECHO]}
+    )
     agent = agent_factory("Streaming")
     runner = Runner(agent, APP, svc, streaming_mode=mode, system=system)
     sid = unique("s")
@@ -132,15 +148,28 @@ def test_streamed_partials_are_stored_replayable_and_kept_out_of_the_next_model_
     assert texts_by_role(request, "model") == [answer], "the final answer once, no partial snapshot"
 
 
-@pytest.mark.parametrize(("script", "options", "reason", "error_type"), [
-    ({"rules": [{"when": {}, "respond": {"fault": {"status": 400}}}]}, {}, None, None),
-    ({"rules": [{"when": {}, "respond": {"text": "An answer far longer than eight bytes.", "chunks": 8}}]},
-     {"max_stream_output_bytes": 8}, "max_stream_output_bytes", "BudgetExceeded"),
-])
+@pytest.mark.parametrize(
+    ("script", "options", "reason", "error_type"),
+    [
+        ({"rules": [{"when": {}, "respond": {"fault": {"status": 400}}}]}, {}, None, None),
+        (
+            {"rules": [{"when": {}, "respond": {"text": "An answer far longer than eight bytes.", "chunks": 8}}]},
+            {"max_stream_output_bytes": 8},
+            "max_stream_output_bytes",
+            "BudgetExceeded",
+        ),
+    ],
+)
 def test_stream_of_a_failing_invocation_yields_its_events_then_raises_run_error_with_its_reason(
-        script: dict[str, Any], options: dict[str, Any], reason: str | None, error_type: str | None,
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
-        agent_factory: Callable[..., str]) -> None:
+    script: dict[str, Any],
+    options: dict[str, Any],
+    reason: str | None,
+    error_type: str | None,
+    system: ActorSystemHandle,
+    emu: Emulator,
+    svc: ActorSessionService,
+    agent_factory: Callable[..., str],
+) -> None:
     emu.set_script(script)
     runner = Runner(agent_factory("StreamFails"), APP, svc, streaming_mode="text", system=system, **options)
     sid = unique("s")
@@ -156,14 +185,15 @@ def test_stream_of_a_failing_invocation_yields_its_events_then_raises_run_error_
     if reason is not None:
         assert (error.reason, error.type) == (reason, error_type)
     assert seen and seen[0].author == "user"
-    assert [e.id for e in seen] == [e.id for e in stored[:len(seen)]]
+    assert [e.id for e in seen] == [e.id for e in stored[: len(seen)]]
 
 
 # ---- temp: state ---------------------------------------------------------------------------------------------------
 
+
 def test_temp_state_is_visible_during_the_invocation_and_cleared_after_its_final_event(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
-        agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     agent = agent_factory("TempFinal", instructions="Clearance level {temp:x}.")
     runner = Runner(agent, APP, svc, system=system)
     sid = unique("s")
@@ -176,9 +206,9 @@ def test_temp_state_is_visible_during_the_invocation_and_cleared_after_its_final
     assert "temp:x" not in state and state["kept"] == "yes"
 
 
-def test_temp_state_is_cleared_after_an_error_event(system: ActorSystemHandle, emu: Emulator,
-                                                    svc: ActorSessionService,
-                                                    agent_factory: Callable[..., str]) -> None:
+def test_temp_state_is_cleared_after_an_error_event(
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     emu.set_script({"rules": [{"when": {}, "respond": {"fault": {"status": 400}}}]})
     agent = agent_factory("TempError", instructions="Clearance level {temp:x}.")
     runner = Runner(agent, APP, svc, system=system)
@@ -197,12 +227,24 @@ def test_temp_state_is_cleared_after_an_error_event(system: ActorSystemHandle, e
 
 
 def test_temp_state_is_kept_while_paused_and_cleared_when_the_resumed_invocation_ends(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, counter: CrossProcessCounter,
-        agent_factory: Callable[..., str]) -> None:
-    emu.set_script({"rules": [
-        {"when": {"user_text_contains": "publish", "has_function_response": False},
-         "respond": {"function_calls": [{"name": "publish_release", "args": {"environment": "production"}}]}},
-        AFTER_TOOL, ECHO]})
+    system: ActorSystemHandle,
+    emu: Emulator,
+    svc: ActorSessionService,
+    counter: CrossProcessCounter,
+    agent_factory: Callable[..., str],
+) -> None:
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"user_text_contains": "publish", "has_function_response": False},
+                    "respond": {"function_calls": [{"name": "publish_release", "args": {"environment": "production"}}]},
+                },
+                AFTER_TOOL,
+                ECHO,
+            ]
+        }
+    )
     agent = agent_factory("TempPause", [publish_tool(counter)], instructions="Clearance level {temp:x}.")
     runner = Runner(agent, APP, svc, system=system)
     sid = unique("s")
@@ -219,9 +261,10 @@ def test_temp_state_is_kept_while_paused_and_cleared_when_the_resumed_invocation
 
 # ---- output_key ----------------------------------------------------------------------------------------------------
 
-def test_output_key_commits_the_output_with_the_final_event(system: ActorSystemHandle, emu: Emulator,
-                                                            svc: ActorSessionService,
-                                                            agent_factory: Callable[..., str]) -> None:
+
+def test_output_key_commits_the_output_with_the_final_event(
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     agent = agent_factory("OutputKey", output_key="last_answer")
     runner = Runner(agent, APP, svc, system=system)
     sid = unique("s")
@@ -233,35 +276,48 @@ def test_output_key_commits_the_output_with_the_final_event(system: ActorSystemH
 
 
 def test_state_a_tool_writes_through_its_context_is_stored_with_the_round(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
-        agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     def remember(key: str, value: str, tool_context: ToolContext) -> str:
         """Store a value for the user."""
         tool_context.actions.set_state(f"user:{key}", value)
         tool_context.actions.set_state("temp:seen", True)
         return "ok"
 
-    emu.set_script({"rules": [
-        {"when": {"has_function_response": False},
-         "respond": {"function_calls": [{"name": "remember", "args": {"key": "colour", "value": "teal"}}]}},
-        {"when": {}, "respond": {"text": "Noted."}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"has_function_response": False},
+                    "respond": {"function_calls": [{"name": "remember", "args": {"key": "colour", "value": "teal"}}]},
+                },
+                {"when": {}, "respond": {"text": "Noted."}},
+            ]
+        }
+    )
     agent = agent_factory("Remembering", tools=[FunctionTool(remember, inline=True)])
     runner = Runner(agent, APP, svc, system=system)
     sid = unique("s")
     assert runner.run(USER, sid, "Remember teal") == "Noted."
-    tool_event = next(e for e in read_events(svc, APP, USER, sid)
-                      if e.content is not None and e.content.parts[0].type == "function_response")
+    tool_event = next(
+        e
+        for e in read_events(svc, APP, USER, sid)
+        if e.content is not None and e.content.parts[0].type == "function_response"
+    )
     assert tool_event.actions.state_delta["user:colour"] == "teal"
     state = svc.get_session(ref_of(sid)).state
     assert state["user:colour"] == "teal" and "temp:seen" not in state  # temp: cleared at the final event
 
 
-def test_output_key_with_an_output_schema_stores_the_parsed_object(system: ActorSystemHandle, emu: Emulator,
-                                                                   svc: ActorSessionService,
-                                                                   agent_factory: Callable[..., str]) -> None:
+def test_output_key_with_an_output_schema_stores_the_parsed_object(
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     emu.set_script({"rules": [{"when": {"json_mode": True}, "respond": {"json": {"answer": "42", "sure": True}}}]})
-    schema = {"type": "object", "properties": {"answer": {"type": "string"}, "sure": {"type": "boolean"}},
-              "required": ["answer", "sure"]}
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}, "sure": {"type": "boolean"}},
+        "required": ["answer", "sure"],
+    }
     agent = agent_factory("OutputSchema", output_key="last_answer", output_schema=schema)
     runner = Runner(agent, APP, svc, system=system)
     sid = unique("s")
@@ -275,20 +331,32 @@ def test_output_key_with_an_output_schema_stores_the_parsed_object(system: Actor
 
 # ---- budgets -------------------------------------------------------------------------------------------------------
 
+
 def assert_failed_without_final(events: list[Event], reason: str) -> None:
     assert not any(e.is_final for e in events)
     assert events[-1].error is not None and events[-1].error.reason == reason
 
 
-@pytest.mark.parametrize(("options", "reason", "model_calls"), [
-    ({"max_llm_calls": 2, "max_tool_rounds": 5}, "max_llm_calls", 2),
-    ({"max_llm_calls": 5, "max_tool_rounds": 2}, "max_tool_rounds", 3),
-])
+@pytest.mark.parametrize(
+    ("options", "reason", "model_calls"),
+    [
+        ({"max_llm_calls": 2, "max_tool_rounds": 5}, "max_llm_calls", 2),
+        ({"max_llm_calls": 5, "max_tool_rounds": 2}, "max_tool_rounds", 3),
+    ],
+)
 def test_a_model_that_always_calls_a_tool_hits_the_lower_of_the_call_and_round_budgets(
-        options: dict[str, int], reason: str, model_calls: int, system: ActorSystemHandle, emu: Emulator,
-        svc: ActorSessionService, journal: Journal, agent_factory: Callable[..., str]) -> None:
-    emu.set_script({"rules": [{"when": {}, "respond": {"function_calls": [
-        {"name": "lookup", "args": {"city": "Paris"}}]}}]})
+    options: dict[str, int],
+    reason: str,
+    model_calls: int,
+    system: ActorSystemHandle,
+    emu: Emulator,
+    svc: ActorSessionService,
+    journal: Journal,
+    agent_factory: Callable[..., str],
+) -> None:
+    emu.set_script(
+        {"rules": [{"when": {}, "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Paris"}}]}}]}
+    )
     agent = agent_factory("Budget", [journal_tool(journal, "lookup")])
     runner = Runner(agent, APP, svc, system=system, **options)
     sid = unique("s")
@@ -301,11 +369,16 @@ def test_a_model_that_always_calls_a_tool_hits_the_lower_of_the_call_and_round_b
 
 
 def test_run_timeout_bounds_the_whole_invocation_across_its_tool_rounds(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, journal: Journal,
-        agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle,
+    emu: Emulator,
+    svc: ActorSessionService,
+    journal: Journal,
+    agent_factory: Callable[..., str],
+) -> None:
     """Every round (a model call and a 0.3 s tool) is far inside ``run_timeout``; the invocation as a whole is not."""
-    emu.set_script({"rules": [{"when": {}, "respond": {"function_calls": [
-        {"name": "lookup", "args": {"city": "Paris"}}]}}]})
+    emu.set_script(
+        {"rules": [{"when": {}, "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Paris"}}]}}]}
+    )
     agent = agent_factory("RunTimeout", [journal_tool(journal, "lookup", hold_s=0.3)])
     runner = Runner(agent, APP, svc, run_timeout=2000, system=system)
     sid = unique("s")
@@ -322,10 +395,11 @@ def test_run_timeout_bounds_the_whole_invocation_across_its_tool_rounds(
 
 
 def test_a_stream_over_max_stream_output_bytes_fails_and_stores_no_final(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
-        agent_factory: Callable[..., str]) -> None:
-    emu.set_script({"rules": [{"when": {}, "respond": {"text": "This answer is far longer than eight bytes.",
-                                                       "chunks": 8}}]})
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
+    emu.set_script(
+        {"rules": [{"when": {}, "respond": {"text": "This answer is far longer than eight bytes.", "chunks": 8}}]}
+    )
     agent = agent_factory("StreamBudget")
     runner = Runner(agent, APP, svc, streaming_mode="text", max_stream_output_bytes=8, system=system)
     sid = unique("s")
@@ -337,9 +411,9 @@ def test_a_stream_over_max_stream_output_bytes_fails_and_stores_no_final(
     assert sum(len((e.text() or "").encode()) for e in events if e.partial) <= 8
 
 
-def test_context_overflow_error_fails_before_any_provider_request(system: ActorSystemHandle, emu: Emulator,
-                                                                  svc: ActorSessionService,
-                                                                  agent_factory: Callable[..., str]) -> None:
+def test_context_overflow_error_fails_before_any_provider_request(
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     agent = agent_factory("ContextError")
     sid = unique("s")
     Runner(agent, APP, svc, system=system).run(USER, sid, "long history " * 40)
@@ -358,12 +432,21 @@ def _history(agent: str) -> list[Event]:
     call = {"type": "function_call", "name": "lookup", "args": {"city": "Paris"}, "id": "call-beta"}
     response = {"type": "function_response", "name": "lookup", "id": "call-beta", "response": {"ok": True}}
     items: list[tuple[str, str, Any]] = [
-        ("alpha", "user", "ALPHA question"), ("alpha", agent, "ALPHA answer"),
-        ("beta", "user", "BETA question"), ("beta", agent, {"schema_version": 1, "parts": [call]}),
-        ("beta", agent, {"schema_version": 1, "parts": [response]}), ("beta", agent, "BETA answer"),
-        ("gamma", "user", "GAMMA question"), ("gamma", agent, "GAMMA answer")]
-    return [Event.new(invocation_id=inv, author=author, content=content, is_final=author != "user"
-                      and isinstance(content, str)) for inv, author, content in items]
+        ("alpha", "user", "ALPHA question"),
+        ("alpha", agent, "ALPHA answer"),
+        ("beta", "user", "BETA question"),
+        ("beta", agent, {"schema_version": 1, "parts": [call]}),
+        ("beta", agent, {"schema_version": 1, "parts": [response]}),
+        ("beta", agent, "BETA answer"),
+        ("gamma", "user", "GAMMA question"),
+        ("gamma", agent, "GAMMA answer"),
+    ]
+    return [
+        Event.new(
+            invocation_id=inv, author=author, content=content, is_final=author != "user" and isinstance(content, str)
+        )
+        for inv, author, content in items
+    ]
 
 
 def assert_calls_and_responses_paired(contents: list[dict[str, Any]]) -> None:
@@ -379,20 +462,19 @@ def assert_calls_and_responses_paired(contents: list[dict[str, Any]]) -> None:
 
 
 def test_truncation_keeps_the_newest_exchanges_and_never_splits_a_tool_round_trip(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
-        agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     agent = agent_factory("Truncate")
     questions = ["ALPHA question", "BETA question", "GAMMA question", "DELTA question"]
     kept_counts = []
     for budget in range(150, 1650, 100):
         sid = unique("s")
         svc.create_session(app_name=APP, user_id=USER, session_id=sid, events=_history(agent))
-        runner = Runner(agent, APP, svc, context_policy={"max_bytes": budget, "overflow": "truncate"},
-                        system=system)
+        runner = Runner(agent, APP, svc, context_policy={"max_bytes": budget, "overflow": "truncate"}, system=system)
         assert runner.run(USER, sid, "DELTA question") == "You said: DELTA question"
         contents = model_contents(emu.requests[-1])
         asked = texts_by_role(emu.requests[-1], "user")
-        assert asked == questions[len(questions) - len(asked):], f"not the newest exchanges at {budget} bytes"
+        assert asked == questions[len(questions) - len(asked) :], f"not the newest exchanges at {budget} bytes"
         assert contents[0]["role"] == "user" and "text" in contents[0]["parts"][0]
         assert_calls_and_responses_paired(contents)
         kept_counts.append(len(asked))
@@ -400,9 +482,9 @@ def test_truncation_keeps_the_newest_exchanges_and_never_splits_a_tool_round_tri
     assert kept_counts[0] == 1 and kept_counts[-1] == 4 and {2, 3} <= set(kept_counts)
 
 
-def test_max_request_bytes_fails_before_provider_io(system: ActorSystemHandle, emu: Emulator,
-                                                    svc: ActorSessionService,
-                                                    agent_factory: Callable[..., str]) -> None:
+def test_max_request_bytes_fails_before_provider_io(
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     agent = agent_factory("RequestBudget", instructions="Answer with care. " * 20)
     runner = Runner(agent, APP, svc, context_policy={"max_request_bytes": 256}, system=system)
     sid = unique("s")
@@ -431,16 +513,34 @@ def audit_events(events: list[Event]) -> list[dict[str, Any]]:
     return [dict(e.actions.runtime_policy_decision or {}) for e in audits]
 
 
-@pytest.mark.parametrize(("policy", "text", "reason", "operation"), [
-    ({"id": "only-others", "agents": {"allow": ["SomeoneElse"]}}, "Confidential-input-Zq9", "not_allowed", "agent"),
-    ({"id": "deny-wins", "agents": {"allow": "all", "deny": ["{agent}"]}}, "Confidential-input-Zq9", "denied",
-     "agent"),
-    ({"id": "small-input", "agents": {"allow": "all"}, "max_content_bytes": 16}, "Confidential-input-Zq9 " * 3,
-     "content_budget_exceeded", "input_content"),
-])
+@pytest.mark.parametrize(
+    ("policy", "text", "reason", "operation"),
+    [
+        ({"id": "only-others", "agents": {"allow": ["SomeoneElse"]}}, "Confidential-input-Zq9", "not_allowed", "agent"),
+        (
+            {"id": "deny-wins", "agents": {"allow": "all", "deny": ["{agent}"]}},
+            "Confidential-input-Zq9",
+            "denied",
+            "agent",
+        ),
+        (
+            {"id": "small-input", "agents": {"allow": "all"}, "max_content_bytes": 16},
+            "Confidential-input-Zq9 " * 3,
+            "content_budget_exceeded",
+            "input_content",
+        ),
+    ],
+)
 def test_a_denied_agent_or_input_fails_with_one_audit_event_and_nothing_of_the_input_stored(
-        policy: dict[str, Any], text: str, reason: str, operation: str, system: ActorSystemHandle, emu: Emulator,
-        svc: ActorSessionService, agent_factory: Callable[..., str]) -> None:
+    policy: dict[str, Any],
+    text: str,
+    reason: str,
+    operation: str,
+    system: ActorSystemHandle,
+    emu: Emulator,
+    svc: ActorSessionService,
+    agent_factory: Callable[..., str],
+) -> None:
     agent = agent_factory("Guarded")
     policy = json.loads(json.dumps(policy).replace("{agent}", agent))
     runner = Runner(agent, APP, svc, runtime_policy=policy, system=system)
@@ -462,8 +562,12 @@ def test_a_denied_agent_or_input_fails_with_one_audit_event_and_nothing_of_the_i
 
 
 def test_a_denied_tool_becomes_a_failed_response_is_never_executed_and_the_invocation_goes_on(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, journal: Journal,
-        agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle,
+    emu: Emulator,
+    svc: ActorSessionService,
+    journal: Journal,
+    agent_factory: Callable[..., str],
+) -> None:
     emu.set_script({"rules": [LOOKUP, AFTER_TOOL, ECHO]})
     agent = agent_factory("NoTools", [journal_tool(journal, "lookup")])
     policy = {"id": "no-tools", "agents": {"allow": "all"}, "tools": {"allow": []}}
@@ -485,8 +589,12 @@ def test_a_denied_tool_becomes_a_failed_response_is_never_executed_and_the_invoc
 
 
 def test_arguments_over_the_policy_budget_are_refused_before_the_tool_runs(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, journal: Journal,
-        agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle,
+    emu: Emulator,
+    svc: ActorSessionService,
+    journal: Journal,
+    agent_factory: Callable[..., str],
+) -> None:
     emu.set_script({"rules": [LOOKUP, AFTER_TOOL, ECHO]})
     agent = agent_factory("BigArgs", [journal_tool(journal, "lookup")])
     policy = {"id": "small-args", "agents": {"allow": "all"}, "tools": {"allow": "all"}, "max_argument_bytes": 8}
@@ -506,8 +614,8 @@ def test_arguments_over_the_policy_budget_are_refused_before_the_tool_runs(
 
 @pytest.mark.parametrize("mode", ["none", "text"])
 def test_an_output_over_the_content_budget_is_denied_and_never_stored(
-        mode: str, system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
-        agent_factory: Callable[..., str]) -> None:
+    mode: str, system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     emu.set_script({"rules": [{"when": {}, "respond": {"text": "A reply far over the budget: OUTPUT-MARK-77."}}]})
     agent = agent_factory("BigOutput")
     policy = {"id": "small-output", "agents": {"allow": "all"}, "max_content_bytes": 16}
@@ -525,8 +633,13 @@ def test_an_output_over_the_content_budget_is_denied_and_never_stored(
 
 
 def test_a_tool_denied_by_policy_never_reaches_a_before_tool_callback(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, journal: Journal,
-        counter: CrossProcessCounter, agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle,
+    emu: Emulator,
+    svc: ActorSessionService,
+    journal: Journal,
+    counter: CrossProcessCounter,
+    agent_factory: Callable[..., str],
+) -> None:
     emu.set_script({"rules": [LOOKUP, AFTER_TOOL, ECHO]})
     agent = agent_factory("DeniedHooked", [journal_tool(journal, "lookup")], callbacks=[tool_hook_counter(counter)])
     policy = {"id": "deny-lookup", "agents": {"allow": "all"}, "tools": {"allow": "all", "deny": ["lookup"]}}
@@ -540,8 +653,8 @@ def test_a_tool_denied_by_policy_never_reaches_a_before_tool_callback(
 
 
 def test_a_tool_result_over_the_content_budget_is_audited_and_never_stored_or_sent(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
-        agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     def lookup(city: str) -> dict:
         """Look something up for a city."""
         return {"city": city, "report": "RESULT-MARK-93 " * 20}
@@ -566,6 +679,7 @@ def test_a_tool_result_over_the_content_budget_is_audited_and_never_stored_or_se
 
 # ---- admission -----------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def narrow_node(make_system: Callable[..., ActorSystemHandle]) -> Iterator[ActorSystemHandle]:
     """A node that admits one run per agent at a time."""
@@ -576,8 +690,9 @@ def narrow_node(make_system: Callable[..., ActorSystemHandle]) -> Iterator[Actor
 
 @pytest.fixture
 def narrow_agent(narrow_node: ActorSystemHandle, emu: Emulator) -> Iterator[str]:
-    emu.set_script({"rules": [{"when": {"user_text_contains": "slow"}, "respond": {"text": "finally",
-                                                                                   "delay_ms": 30000}}, ECHO]})
+    emu.set_script(
+        {"rules": [{"when": {"user_text_contains": "slow"}, "respond": {"text": "finally", "delay_ms": 30000}}, ECHO]}
+    )
     spawner, cleanup = make_spawner(narrow_node)
     name = unique("Admitted")
     spawner(name, config_for(emu))
@@ -599,10 +714,12 @@ def admission(node: ActorSystemHandle) -> dict[str, Any]:
 
 
 def test_admission_reject_fails_busy_while_the_agent_is_at_its_limit(
-        narrow_node: ActorSystemHandle, narrow_agent: str) -> None:
+    narrow_node: ActorSystemHandle, narrow_agent: str
+) -> None:
     svc = ActorSessionService(system=narrow_node)
-    holder = hold_permit(Runner(narrow_agent, APP, svc, admission_control={"overflow": "reject"},
-                                system=narrow_node), narrow_node)
+    holder = hold_permit(
+        Runner(narrow_agent, APP, svc, admission_control={"overflow": "reject"}, system=narrow_node), narrow_node
+    )
     status = admission(narrow_node)
     assert status["in_use"] == 1 and status["per_agent"] == {narrow_agent: 1}
     rejected_before = status["rejected_total"]
@@ -610,20 +727,24 @@ def test_admission_reject_fails_busy_while_the_agent_is_at_its_limit(
     sid = unique("s")
     with pytest.raises(PolicyDenied) as info:
         Runner(narrow_agent, APP, svc, admission_control={"overflow": "reject"}, system=narrow_node).run(
-            USER, sid, "hi")
+            USER, sid, "hi"
+        )
     assert info.value.reason == "busy"
     assert admission(narrow_node)["rejected_total"] == rejected_before + 1
     assert svc.list_sessions(app_name=APP, user_id=USER) and sid not in {
-        s.id for s in svc.list_sessions(app_name=APP, user_id=USER)}, "nothing was stored for the rejected run"
+        s.id for s in svc.list_sessions(app_name=APP, user_id=USER)
+    }, "nothing was stored for the rejected run"
     assert isinstance(runs.cancel(holder, system=narrow_node), runs.Cancelled)
 
 
 def test_admission_queue_times_out_with_admission_timeout(narrow_node: ActorSystemHandle, narrow_agent: str) -> None:
     svc = ActorSessionService(system=narrow_node)
-    holder = hold_permit(Runner(narrow_agent, APP, svc, admission_control={"overflow": "reject"},
-                                system=narrow_node), narrow_node)
-    queued = Runner(narrow_agent, APP, svc, admission_control={"overflow": "queue", "queue_timeout": 150},
-                    system=narrow_node)
+    holder = hold_permit(
+        Runner(narrow_agent, APP, svc, admission_control={"overflow": "reject"}, system=narrow_node), narrow_node
+    )
+    queued = Runner(
+        narrow_agent, APP, svc, admission_control={"overflow": "queue", "queue_timeout": 150}, system=narrow_node
+    )
     started = time.monotonic()
     with pytest.raises(PolicyDenied) as info:
         queued.run(USER, unique("s"), "hi")
@@ -632,15 +753,19 @@ def test_admission_queue_times_out_with_admission_timeout(narrow_node: ActorSyst
     assert isinstance(runs.cancel(holder, system=narrow_node), runs.Cancelled)
 
 
-def test_a_completed_run_gives_its_permit_back_to_the_queue(narrow_node: ActorSystemHandle, emu: Emulator,
-                                                           narrow_agent: str) -> None:
-    emu.set_script({"rules": [{"when": {"user_text_contains": "slow"}, "respond": {"text": "finally",
-                                                                                   "delay_ms": 300}}, ECHO]})
+def test_a_completed_run_gives_its_permit_back_to_the_queue(
+    narrow_node: ActorSystemHandle, emu: Emulator, narrow_agent: str
+) -> None:
+    emu.set_script(
+        {"rules": [{"when": {"user_text_contains": "slow"}, "respond": {"text": "finally", "delay_ms": 300}}, ECHO]}
+    )
     svc = ActorSessionService(system=narrow_node)
-    holder = hold_permit(Runner(narrow_agent, APP, svc, admission_control={"overflow": "reject"},
-                                system=narrow_node), narrow_node)
-    queued = Runner(narrow_agent, APP, svc, admission_control={"overflow": "queue", "queue_timeout": 20000},
-                    system=narrow_node)
+    holder = hold_permit(
+        Runner(narrow_agent, APP, svc, admission_control={"overflow": "reject"}, system=narrow_node), narrow_node
+    )
+    queued = Runner(
+        narrow_agent, APP, svc, admission_control={"overflow": "queue", "queue_timeout": 20000}, system=narrow_node
+    )
     assert queued.run(USER, unique("s"), "hi") == "You said: hi"
     assert runs.wait(holder, 10, system=narrow_node) == runs.Completed("finally")
     holder_asked = emu.requests[0]["timestamp"]
@@ -657,27 +782,38 @@ def test_a_queued_admission_request_leaves_the_queue_when_its_caller_stops_waiti
     assert state.snapshot()["queued"] == 1 and state.next_deadline() == 20.0, "the queue timeout came first"
 
 
-def test_a_run_that_times_out_gives_back_its_permit_or_its_queue_place(narrow_node: ActorSystemHandle,
-                                                                        narrow_agent: str) -> None:
+def test_a_run_that_times_out_gives_back_its_permit_or_its_queue_place(
+    narrow_node: ActorSystemHandle, narrow_agent: str
+) -> None:
     """``run_timeout`` while holding the agent's one permit, then while queued for it: each time the run ends with
     ``agent_turn_timeout``, nothing of it stays in the controller, and exactly one new run is admitted after."""
     svc = ActorSessionService(system=narrow_node)
     rejecting = Runner(narrow_agent, APP, svc, admission_control={"overflow": "reject"}, system=narrow_node)
-    admitted = Runner(narrow_agent, APP, svc, run_timeout=300, admission_control={"overflow": "reject"},
-                      system=narrow_node)
+    admitted = Runner(
+        narrow_agent, APP, svc, run_timeout=300, admission_control={"overflow": "reject"}, system=narrow_node
+    )
     with pytest.raises(AskTimeout) as info:
         admitted.run(USER, unique("s"), "slow work")
     assert info.value.reason == "agent_turn_timeout"
     until(lambda: admission(narrow_node)["in_use"] == 0, 5, "the timed-out run's permit released")
 
     holder = hold_permit(rejecting, narrow_node)
-    queued = Runner(narrow_agent, APP, svc, run_timeout=300,
-                    admission_control={"overflow": "queue", "queue_timeout": 20000}, system=narrow_node)
+    queued = Runner(
+        narrow_agent,
+        APP,
+        svc,
+        run_timeout=300,
+        admission_control={"overflow": "queue", "queue_timeout": 20000},
+        system=narrow_node,
+    )
     with pytest.raises(AskTimeout) as info:
         queued.run(USER, unique("s"), "hi")
     assert info.value.reason == "agent_turn_timeout"
-    status = until(lambda: (s := admission(narrow_node))["queued"] == 0 and s, 5,
-                   "the timed-out request left the admission queue (its queue_timeout is 20 s)")
+    status = until(
+        lambda: (s := admission(narrow_node))["queued"] == 0 and s,
+        5,
+        "the timed-out request left the admission queue (its queue_timeout is 20 s)",
+    )
     assert status["in_use"] == 1 and status["per_agent"] == {narrow_agent: 1}, "only the holder's permit"
     assert isinstance(runs.cancel(holder, system=narrow_node), runs.Cancelled)
     until(lambda: admission(narrow_node)["in_use"] == 0, 5, "the holder's permit released")
@@ -692,18 +828,31 @@ def test_a_run_that_times_out_gives_back_its_permit_or_its_queue_place(narrow_no
 
 # ---- tool execution ------------------------------------------------------------------------------------------------
 
-TWO_LOOKUPS = {"when": {"user_text_contains": "both", "has_function_response": False},
-               "respond": {"function_calls": [{"name": "lookup_a", "args": {"city": "Paris"}},
-                                              {"name": "lookup_b", "args": {"city": "Rome"}}]}}
+TWO_LOOKUPS = {
+    "when": {"user_text_contains": "both", "has_function_response": False},
+    "respond": {
+        "function_calls": [
+            {"name": "lookup_a", "args": {"city": "Paris"}},
+            {"name": "lookup_b", "args": {"city": "Rome"}},
+        ]
+    },
+}
 
 
 @pytest.mark.parametrize("mode", ["serial", "parallel"])
-def test_parallel_safe_calls_overlap_only_in_parallel_mode(mode: str, system: ActorSystemHandle, emu: Emulator,
-                                                           svc: ActorSessionService, journal: Journal,
-                                                           agent_factory: Callable[..., str]) -> None:
+def test_parallel_safe_calls_overlap_only_in_parallel_mode(
+    mode: str,
+    system: ActorSystemHandle,
+    emu: Emulator,
+    svc: ActorSessionService,
+    journal: Journal,
+    agent_factory: Callable[..., str],
+) -> None:
     emu.set_script({"rules": [TWO_LOOKUPS, AFTER_TOOL, ECHO]})
-    tools = [journal_tool(journal, "lookup_a", hold_s=0.4, parallel_safe=True),
-             journal_tool(journal, "lookup_b", hold_s=0.4, parallel_safe=True)]
+    tools = [
+        journal_tool(journal, "lookup_a", hold_s=0.4, parallel_safe=True),
+        journal_tool(journal, "lookup_b", hold_s=0.4, parallel_safe=True),
+    ]
     agent = agent_factory("ToolModes", tools)
     runner = Runner(agent, APP, svc, tool_execution={"mode": mode, "max_concurrency": 2}, system=system)
     runner.run(USER, unique("s"), "Look up both")
@@ -733,20 +882,36 @@ def max_overlap(records: list[dict[str, Any]]) -> int:
 
 
 def test_max_concurrency_bounds_how_many_parallel_safe_calls_run_at_once(
-        wide_node: ActorSystemHandle, emu: Emulator, journal: Journal) -> None:
+    wide_node: ActorSystemHandle, emu: Emulator, journal: Journal
+) -> None:
     cities = [f"city-{i}" for i in range(6)]
-    emu.set_script({"rules": [
-        {"when": {"has_function_response": False},
-         "respond": {"function_calls": [{"name": "lookup", "args": {"city": c}} for c in cities]}},
-        {"when": {}, "respond": {"text": "Looked up all six."}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"has_function_response": False},
+                    "respond": {"function_calls": [{"name": "lookup", "args": {"city": c}} for c in cities]},
+                },
+                {"when": {}, "respond": {"text": "Looked up all six."}},
+            ]
+        }
+    )
     spawner, cleanup = make_spawner(wide_node)
     try:
         agent = unique("Bounded")
         spawner(agent, config_for(emu), [journal_tool(journal, "lookup", hold_s=0.4, parallel_safe=True)])
-        until(lambda: [w["state"] for w in wide_node.ask("workers", GetStatus())["workers"]] == ["idle"] * 4, 30,
-              "four idle workers")
-        runner = Runner(agent, APP, ActorSessionService(system=wide_node),
-                        tool_execution={"mode": "parallel", "max_concurrency": 2}, system=wide_node)
+        until(
+            lambda: [w["state"] for w in wide_node.ask("workers", GetStatus())["workers"]] == ["idle"] * 4,
+            30,
+            "four idle workers",
+        )
+        runner = Runner(
+            agent,
+            APP,
+            ActorSessionService(system=wide_node),
+            tool_execution={"mode": "parallel", "max_concurrency": 2},
+            system=wide_node,
+        )
         assert runner.run(USER, unique("s"), "Look up every city") == "Looked up all six."
     finally:
         cleanup()
@@ -758,8 +923,8 @@ def test_max_concurrency_bounds_how_many_parallel_safe_calls_run_at_once(
 
 
 def test_a_tool_over_its_tool_timeout_is_answered_as_failed_with_tool_timeout(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
-        agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     def lookup(city: str) -> dict:
         """Look something up (never in time)."""
         time.sleep(60)
@@ -778,16 +943,19 @@ def test_a_tool_over_its_tool_timeout_is_answered_as_failed_with_tool_timeout(
 
 # ---- lanes ---------------------------------------------------------------------------------------------------------
 
-def test_two_runs_on_one_session_execute_one_after_the_other(system: ActorSystemHandle, emu: Emulator,
-                                                             svc: ActorSessionService,
-                                                             agent_factory: Callable[..., str]) -> None:
+
+def test_two_runs_on_one_session_execute_one_after_the_other(
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     emu.set_script({"rules": [{"when": {}, "respond": {"text": "You said: {user_text}", "delay_ms": 300}}]})
     agent = agent_factory("OneLane")
     runner = Runner(agent, APP, svc, system=system)
     sid = unique("s")
     outputs: dict[str, Any] = {}
-    threads = [threading.Thread(target=lambda t=text: outputs.__setitem__(t, runner.run(USER, sid, t)))
-               for text in ("first", "second")]
+    threads = [
+        threading.Thread(target=lambda t=text: outputs.__setitem__(t, runner.run(USER, sid, t)))
+        for text in ("first", "second")
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -800,10 +968,12 @@ def test_two_runs_on_one_session_execute_one_after_the_other(system: ActorSystem
     assert second["timestamp"] >= first["timestamp"] + 0.3, "the second model call waited for the first run"
 
 
-def test_runs_on_different_sessions_overlap(system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
-                                            agent_factory: Callable[..., str]) -> None:
-    emu.set_script({"rules": [{"when": {"user_text_contains": "slow"}, "respond": {"text": "late",
-                                                                                   "delay_ms": 30000}}, ECHO]})
+def test_runs_on_different_sessions_overlap(
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
+    emu.set_script(
+        {"rules": [{"when": {"user_text_contains": "slow"}, "respond": {"text": "late", "delay_ms": 30000}}, ECHO]}
+    )
     agent = agent_factory("TwoLanes")
     runner = Runner(agent, APP, svc, system=system)
     slow = runs.start(runner, USER, unique("s"), "slow work", system=system)
@@ -814,10 +984,16 @@ def test_runs_on_different_sessions_overlap(system: ActorSystemHandle, emu: Emul
 
 
 def test_a_runner_turn_and_an_invoke_on_the_same_session_share_one_fifo_lane(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
-        agent_factory: Callable[..., str]) -> None:
-    emu.set_script({"rules": [{"when": {"user_text_contains": "runner"},
-                               "respond": {"text": "runner done", "delay_ms": 400}}, ECHO]})
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
+    emu.set_script(
+        {
+            "rules": [
+                {"when": {"user_text_contains": "runner"}, "respond": {"text": "runner done", "delay_ms": 400}},
+                ECHO,
+            ]
+        }
+    )
     agent = agent_factory("SharedLane")
     sid = unique("s")
     run_id = runs.start(Runner(agent, APP, svc, system=system), USER, sid, "runner first", system=system)
@@ -831,8 +1007,8 @@ def test_a_runner_turn_and_an_invoke_on_the_same_session_share_one_fifo_lane(
 
 
 def test_closing_a_subscription_removes_its_subscriber_while_the_run_goes_on(
-        system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService,
-        agent_factory: Callable[..., str]) -> None:
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
+) -> None:
     emu.set_script({"rules": [{"when": {}, "respond": {"text": "late", "delay_ms": 30000}}]})
     runner = Runner(agent_factory("Unsubscribe"), APP, svc, system=system)
     run_id = runs.start(runner, USER, unique("s"), "slow work", system=system)
@@ -851,9 +1027,10 @@ def test_closing_a_subscription_removes_its_subscriber_while_the_run_goes_on(
 
 # ---- secrets -------------------------------------------------------------------------------------------------------
 
-def test_the_api_key_never_appears_in_events_status_or_telemetry(system: ActorSystemHandle, emu: Emulator,
-                                                                 svc: ActorSessionService, journal: Journal,
-                                                                 spawn: Spawner) -> None:
+
+def test_the_api_key_never_appears_in_events_status_or_telemetry(
+    system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, journal: Journal, spawn: Spawner
+) -> None:
     secret = "AIzaSy-RUNNER-SECRET-5d1e"
     emu.set_script({"rules": [LOOKUP, AFTER_TOOL, ECHO]})
     agent = unique("Keyed")
@@ -875,32 +1052,85 @@ def test_the_api_key_never_appears_in_events_status_or_telemetry(system: ActorSy
 
 # ---- options -------------------------------------------------------------------------------------------------------
 
-JUNK = st.one_of(st.none(), st.booleans(), st.integers(-3, 1 << 27), st.floats(allow_nan=True),
-                 st.sampled_from(["none", "text", "content", "serial", "parallel", "reject", "queue", "truncate",
-                                  "error", "compress", "all", "", "x", "function_call"]),
-                 st.lists(st.sampled_from(["AnyAgent", "lookup", "", 1, None]), max_size=3),
-                 st.dictionaries(st.sampled_from(["junk", "allow", "mode"]), st.none(), max_size=1))
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 1 << 27),
+    st.floats(allow_nan=True),
+    st.sampled_from(
+        [
+            "none",
+            "text",
+            "content",
+            "serial",
+            "parallel",
+            "reject",
+            "queue",
+            "truncate",
+            "error",
+            "compress",
+            "all",
+            "",
+            "x",
+            "function_call",
+        ]
+    ),
+    st.lists(st.sampled_from(["AnyAgent", "lookup", "", 1, None]), max_size=3),
+    st.dictionaries(st.sampled_from(["junk", "allow", "mode"]), st.none(), max_size=1),
+)
 COUNT = st.one_of(st.integers(1, 1 << 20), JUNK)
 
 
 def strict_map(values: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
     """A mapping over documented keys (sometimes with an unknown one) or junk: validators are reached in depth."""
-    return st.one_of(st.fixed_dictionaries({}, optional=values),
-                     st.fixed_dictionaries({"junk": JUNK}, optional=values), JUNK)
+    return st.one_of(
+        st.fixed_dictionaries({}, optional=values), st.fixed_dictionaries({"junk": JUNK}, optional=values), JUNK
+    )
 
 
 SELECTOR = strict_map({"allow": st.one_of(st.just("all"), JUNK), "deny": JUNK})
-FILTERS = strict_map({k: JUNK for k in ("authors", "exclude_authors", "invocation_ids", "content_types", "since",
-                                        "until", "include_partial", "final_only")})
+FILTERS = strict_map(
+    {
+        k: JUNK
+        for k in (
+            "authors",
+            "exclude_authors",
+            "invocation_ids",
+            "content_types",
+            "since",
+            "until",
+            "include_partial",
+            "final_only",
+        )
+    }
+)
 OPTION_VALUES: dict[str, st.SearchStrategy[Any]] = {
-    "run_timeout": COUNT, "max_llm_calls": COUNT, "max_tool_rounds": COUNT, "streaming_mode": JUNK,
+    "run_timeout": COUNT,
+    "max_llm_calls": COUNT,
+    "max_tool_rounds": COUNT,
+    "streaming_mode": JUNK,
     "max_stream_output_bytes": st.one_of(COUNT, st.integers(60 * 1024 * 1024, 70 * 1024 * 1024)),
     "tool_execution": strict_map({"mode": JUNK, "max_concurrency": COUNT, "tool_timeout": COUNT}),
     "admission_control": strict_map({"overflow": JUNK, "queue_timeout": COUNT}),
-    "context_policy": strict_map({"max_bytes": COUNT, "max_tokens": COUNT, "max_request_bytes": COUNT,
-                                  "max_request_tokens": COUNT, "overflow": JUNK, "filters": FILTERS}),
-    "runtime_policy": strict_map({"id": st.one_of(st.just("policy-1"), JUNK), "agents": SELECTOR,
-                                  "tools": SELECTOR, "max_argument_bytes": COUNT, "max_content_bytes": COUNT}),
+    "context_policy": strict_map(
+        {
+            "max_bytes": COUNT,
+            "max_tokens": COUNT,
+            "max_request_bytes": COUNT,
+            "max_request_tokens": COUNT,
+            "overflow": JUNK,
+            "filters": FILTERS,
+        }
+    ),
+    "runtime_policy": strict_map(
+        {
+            "id": st.one_of(st.just("policy-1"), JUNK),
+            "agents": SELECTOR,
+            "tools": SELECTOR,
+            "max_argument_bytes": COUNT,
+            "max_content_bytes": COUNT,
+        }
+    ),
     "max_calls": JUNK,
 }
 
@@ -942,19 +1172,27 @@ def test_runner_budgets_default_to_the_reference_values() -> None:
     assert options.max_stream_output_bytes == 16 * 1024 * 1024
     assert (options.run_timeout_ms, options.streaming_mode, options.tool_mode) == (None, "none", "parallel")
     ceiling = 64 * 1024 * 1024
-    assert Runner("AnyAgent", APP, ActorSessionService(),
-                  max_stream_output_bytes=ceiling).options.max_stream_output_bytes == ceiling
+    assert (
+        Runner("AnyAgent", APP, ActorSessionService(), max_stream_output_bytes=ceiling).options.max_stream_output_bytes
+        == ceiling
+    )
     with pytest.raises(ConfigError) as info:
         Runner("AnyAgent", APP, ActorSessionService(), max_stream_output_bytes=ceiling + 1)
     assert (info.value.reason, info.value.details["key"]) == ("invalid_value", "max_stream_output_bytes")
 
 
 def test_a_runner_pickles_as_a_value_with_its_app_name_and_options() -> None:
-    runner = Runner("PickledAgent", APP, ActorSessionService(), max_llm_calls=3, streaming_mode="content",
-                    tool_execution={"mode": "serial", "tool_timeout": 500},
-                    admission_control={"overflow": "queue", "queue_timeout": 100},
-                    runtime_policy={"id": "p", "agents": {"allow": "all"}},
-                    context_policy={"max_bytes": 1000, "filters": {"exclude_authors": ["system"]}})
+    runner = Runner(
+        "PickledAgent",
+        APP,
+        ActorSessionService(),
+        max_llm_calls=3,
+        streaming_mode="content",
+        tool_execution={"mode": "serial", "tool_timeout": 500},
+        admission_control={"overflow": "queue", "queue_timeout": 100},
+        runtime_policy={"id": "p", "agents": {"allow": "all"}},
+        context_policy={"max_bytes": 1000, "filters": {"exclude_authors": ["system"]}},
+    )
     copy = pickle.loads(pickle.dumps(runner))
     assert (copy.app_name, copy.agent_name, copy.options) == (APP, "PickledAgent", runner.options)
     assert isinstance(copy.session_service, ActorSessionService)

@@ -87,13 +87,17 @@ def agent_on(node: ActorSystemHandle, emu: Emulator) -> Iterator[Callable[..., s
 
 # ---- helpers ---------------------------------------------------------------------------------------------------
 
+
 def _admission(node: ActorSystemHandle) -> dict[str, Any]:
     return dict(node.ask("admission", GetStatus()))
 
 
 def _permits_back(node: ActorSystemHandle, seconds: float = 5.0) -> dict[str, Any]:
-    return until(lambda: (s := _admission(node))["in_use"] == 0 and s["queued"] == 0 and s,
-                  seconds, "every admission permit released")
+    return until(
+        lambda: (s := _admission(node))["in_use"] == 0 and s["queued"] == 0 and s,
+        seconds,
+        "every admission permit released",
+    )
 
 
 def _run_id_on(host: int, hosts: int) -> str:
@@ -130,9 +134,11 @@ def _run_actors(node: ActorSystemHandle) -> int:
 
 # ---- 1. volume --------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(420)  # ~50 s on an idle 2-core machine; the margin is for a loaded CI box
 def test_a_thousand_concurrent_runner_runs_complete_with_their_own_output_and_leak_nothing(
-        emu: Emulator, tmp_path: Path) -> None:
+    emu: Emulator, tmp_path: Path
+) -> None:
     """1,000 runs, 8 in flight at a time (admission queue with an agent limit of 4, so half of them wait for a
     permit): each completes with the answer to its own input, its session holds exactly that invocation; then no
     run actor outlives its retention and no permit is left in use."""
@@ -159,14 +165,19 @@ def test_a_thousand_concurrent_runner_runs_complete_with_their_own_output_and_le
         bad_sessions = []
         for _, text, _, events in results:
             shape = [(e.author, e.partial, e.is_final, e.text()) for e in events]
-            if shape != [("user", False, False, text), (name, False, True, f"You said: {text}")] \
-                    or len({e.invocation_id for e in events}) != 1:
+            if (
+                shape != [("user", False, False, text), (name, False, True, f"You said: {text}")]
+                or len({e.invocation_id for e in events}) != 1
+            ):
                 bad_sessions.append(shape)
         assert bad_sessions == [], f"{len(bad_sessions)} sessions do not hold exactly their invocation"
 
         until(lambda: _run_actors(big) == 0, 10, "every run actor retired after its 200 ms retention")
-        index = until(lambda: (s := dict(big.ask("runs", GetStatus())))["runs"] == 0 and s, 10,
-                       "the run index forgot every run after its retention")
+        index = until(
+            lambda: (s := dict(big.ask("runs", GetStatus())))["runs"] == 0 and s,
+            10,
+            "the run index forgot every run after its retention",
+        )
         assert index["running"] == 0 and index["host_lost"] == 0
         admission = _permits_back(big, 5)
         assert admission["granted_total"] == total and admission["rejected_total"] == 0
@@ -174,13 +185,22 @@ def test_a_thousand_concurrent_runner_runs_complete_with_their_own_output_and_le
 
 # ---- 2. resumable credit subscription ---------------------------------------------------------------------------
 
+
 def test_a_credit_subscriber_that_reconnects_after_its_last_seq_gets_the_rest_once_then_the_terminal(
-        node: ActorSystemHandle, emu: Emulator, agent_on: Callable[..., str]) -> None:
+    node: ActorSystemHandle, emu: Emulator, agent_on: Callable[..., str]
+) -> None:
     answer = " ".join(f"word{i}" for i in range(120))
-    emu.set_script({"rules": [
-        {"when": {"has_function_response": False}, "respond": {"function_calls": [{"name": "lookup",
-                                                                                   "args": {"topic": "runs"}}]}},
-        {"when": {"has_function_response": True}, "respond": {"text": answer, "chunks": 300, "delay_ms": 1500}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {
+                    "when": {"has_function_response": False},
+                    "respond": {"function_calls": [{"name": "lookup", "args": {"topic": "runs"}}]},
+                },
+                {"when": {"has_function_response": True}, "respond": {"text": answer, "chunks": 300, "delay_ms": 1500}},
+            ]
+        }
+    )
 
     def lookup(topic: str) -> dict:
         """Look a topic up."""
@@ -210,13 +230,20 @@ def test_a_credit_subscriber_that_reconnects_after_its_last_seq_gets_the_rest_on
 
 # ---- 3. cancellation ----------------------------------------------------------------------------------------------
 
+
 def test_cancel_during_a_slow_model_call_cuts_the_request_and_releases_the_permit(
-        node: ActorSystemHandle, emu: Emulator, agent_on: Callable[..., str]) -> None:
+    node: ActorSystemHandle, emu: Emulator, agent_on: Callable[..., str]
+) -> None:
     emu.set_script({"rules": [{"when": {}, "respond": {"text": "far too late", "delay_ms": 10000}}]})
     with CutRelay(emu.port) as relay:
         name = agent_on("Cancel", base_url=relay.base_url)
-        runner = Runner(name, APP, ActorSessionService(system=node), system=node,
-                        admission_control={"overflow": "queue", "queue_timeout": 5000})
+        runner = Runner(
+            name,
+            APP,
+            ActorSessionService(system=node),
+            system=node,
+            admission_control={"overflow": "queue", "queue_timeout": 5000},
+        )
         run_id = runs.start(runner, "cancel-user", "cancel-session", "Take your time.", system=node)
         assert relay.forwarded.wait(10), "the model request never reached the emulator"
         assert _admission(node)["in_use"] == 1
@@ -231,7 +258,8 @@ def test_cancel_during_a_slow_model_call_cuts_the_request_and_releases_the_permi
 
 
 def test_cancel_during_a_hanging_worker_tool_kills_its_worker_and_the_run_ends_cancelled(
-        node: ActorSystemHandle, emu: Emulator, agent_on: Callable[..., str]) -> None:
+    node: ActorSystemHandle, emu: Emulator, agent_on: Callable[..., str]
+) -> None:
     """The tool tells the test its process id over a socket (a cross-process signal), then hangs; cancelling the
     run kills that worker process promptly, the pool replaces it and the permit comes back."""
     with socket.create_server(("127.0.0.1", 0)) as listener:
@@ -245,13 +273,25 @@ def test_cancel_during_a_hanging_worker_tool_kills_its_worker_and_the_run_ends_c
             time.sleep(120)
             return {"city": city}
 
-        emu.set_script({"rules": [
-            {"when": {"has_function_response": False},
-             "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Oslo"}}]}},
-            {"when": {}, "respond": {"text": "never"}}]})
+        emu.set_script(
+            {
+                "rules": [
+                    {
+                        "when": {"has_function_response": False},
+                        "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Oslo"}}]},
+                    },
+                    {"when": {}, "respond": {"text": "never"}},
+                ]
+            }
+        )
         name = agent_on("HangingTool", [FunctionTool(lookup)])
-        runner = Runner(name, APP, ActorSessionService(system=node), system=node,
-                        admission_control={"overflow": "queue", "queue_timeout": 5000})
+        runner = Runner(
+            name,
+            APP,
+            ActorSessionService(system=node),
+            system=node,
+            admission_control={"overflow": "queue", "queue_timeout": 5000},
+        )
         killed_before = node.ask("workers", GetStatus())["killed"]
         run_id = runs.start(runner, "hang-user", "hang-session", "Look up Oslo.", system=node)
         conn, _ = listener.accept()
@@ -268,8 +308,16 @@ def test_cancel_during_a_hanging_worker_tool_kills_its_worker_and_the_run_ends_c
         assert ready, "the worker running the cancelled tool is still alive"
     finally:
         os.close(exited)
-    pool = until(lambda: (s := node.ask("workers", GetStatus()))["running"] == 0 and len(s["workers"]) == 2
-                 and all(w["pid"] != pid for w in s["workers"]) and s, 10, "the killed worker replaced")
+    pool = until(
+        lambda: (
+            (s := node.ask("workers", GetStatus()))["running"] == 0
+            and len(s["workers"]) == 2
+            and all(w["pid"] != pid for w in s["workers"])
+            and s
+        ),
+        10,
+        "the killed worker replaced",
+    )
     assert pool["killed"] == killed_before + 1
     _permits_back(node, 2.0)
     assert runs.wait(run_id, 5, system=node) == outcome
@@ -277,9 +325,11 @@ def test_cancel_during_a_hanging_worker_tool_kills_its_worker_and_the_run_ends_c
 
 # ---- 4. host loss -------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("victim", ["run_host", "agent_host"])
 def test_a_sigkilled_host_fails_each_affected_runner_run_once_and_frees_its_permits(
-        victim: str, emu: Emulator, tmp_path: Path) -> None:
+    victim: str, emu: Emulator, tmp_path: Path
+) -> None:
     """Six runs (four admitted, two queued for a permit) are in a slow model call when one host is SIGKILLed:
     the host of their run actors (``run_host``; the agent lives on the other host) or the agent's host
     (``agent_host``; the run actors live on the other host). Every run ends with exactly one ``Failed`` within
@@ -289,8 +339,12 @@ def test_a_sigkilled_host_fails_each_affected_runner_run_once_and_frees_its_perm
     limit, hosts, victim_host, other_host = 4, 2, 0, 1
     emu.set_script({"rules": [{"when": {}, "respond": {"text": "too late", "delay_ms": 30000}}]})
     # The pool is left after the node is stopped: a waiter still blocked then fails at once.
-    with ThreadPoolExecutor(limit + 4) as pool, _own_node(tmp_path / "node", hosts=hosts, workers=1, global_limit=limit,
-                                                          default_agent_limit=limit, overflow="queue") as sick:
+    with (
+        ThreadPoolExecutor(limit + 4) as pool,
+        _own_node(
+            tmp_path / "node", hosts=hosts, workers=1, global_limit=limit, default_agent_limit=limit, overflow="queue"
+        ) as sick,
+    ):
         agent_host = victim_host if victim == "agent_host" else other_host
         run_host = other_host if victim == "agent_host" else victim_host
         name = _agent_name_on("HostLoss", agent_host, hosts)
@@ -298,16 +352,23 @@ def test_a_sigkilled_host_fails_each_affected_runner_run_once_and_frees_its_perm
         svc = SqlSessionService(f"sqlite:///{tmp_path / 'sessions.db'}")
         queued = Runner(name, APP, svc, system=sick, admission_control={"overflow": "queue", "queue_timeout": 60000})
 
-        run_ids = [runs.start(queued, "loss-user", f"loss-{i}", f"slow {i}", run_id=_run_id_on(run_host, hosts),
-                              system=sick) for i in range(limit)]
+        run_ids = [
+            runs.start(queued, "loss-user", f"loss-{i}", f"slow {i}", run_id=_run_id_on(run_host, hosts), system=sick)
+            for i in range(limit)
+        ]
         subscriptions = [runs.subscribe(run_id, system=sick) for run_id in run_ids]
         committed = [next(sub).item for sub in subscriptions]  # stored before it is published
         for sub in subscriptions[1:]:
             sub.close()
-        run_ids += [runs.start(queued, "loss-user", f"loss-{i}", f"slow {i}", run_id=_run_id_on(run_host, hosts),
-                               system=sick) for i in range(limit, limit + 2)]
-        until(lambda: (s := _admission(sick))["in_use"] == limit and s["queued"] == 2, 10,
-               "four runs admitted and two queued")
+        run_ids += [
+            runs.start(queued, "loss-user", f"loss-{i}", f"slow {i}", run_id=_run_id_on(run_host, hosts), system=sick)
+            for i in range(limit, limit + 2)
+        ]
+        until(
+            lambda: (s := _admission(sick))["in_use"] == limit and s["queued"] == 2,
+            10,
+            "four runs admitted and two queued",
+        )
 
         waiters = [pool.submit(runs.wait, run_id, 8, system=sick) for run_id in run_ids]
         subscriber = pool.submit(list, subscriptions[0])
@@ -329,8 +390,12 @@ def test_a_sigkilled_host_fails_each_affected_runner_run_once_and_frees_its_perm
         admission = _permits_back(sick, 5)
         rejected = admission["rejected_total"]
         fresh = Runner(name, APP, svc, system=sick, admission_control={"overflow": "reject"})
-        new_ids = [runs.start(fresh, "loss-user", f"after-{i}", f"slow after {i}",
-                              run_id=_run_id_on(other_host, hosts), system=sick) for i in range(limit + 1)]
+        new_ids = [
+            runs.start(
+                fresh, "loss-user", f"after-{i}", f"slow after {i}", run_id=_run_id_on(other_host, hosts), system=sick
+            )
+            for i in range(limit + 1)
+        ]
         new_waits = {pool.submit(runs.wait, run_id, 15, system=sick): run_id for run_id in new_ids}
         done, _ = wait_futures(new_waits, timeout=15, return_when=FIRST_COMPLETED)
         busy = [(new_waits[f], f.result()) for f in done]
@@ -348,24 +413,41 @@ def test_a_sigkilled_host_fails_each_affected_runner_run_once_and_frees_its_perm
 
 # ---- 5. runs outlive their starter --------------------------------------------------------------------------------
 
+
 def _attached(node: ActorSystemHandle, body: str) -> str:
-    return (f"from adk_actors import Runner, runs\n"
-            f"from adk_actors.runtime.system import attach\n"
-            f"from adk_actors.sessions.actor import ActorSessionService\n"
-            f"from adk_actors.settings import Settings\n"
-            f"h = attach({node.port}, Settings(hosts={node.settings.hosts}), make_default=False)\n" + body)
+    return (
+        f"from adk_actors import Runner, runs\n"
+        f"from adk_actors.runtime.system import attach\n"
+        f"from adk_actors.sessions.actor import ActorSessionService\n"
+        f"from adk_actors.settings import Settings\n"
+        f"h = attach({node.port}, Settings(hosts={node.settings.hosts}), make_default=False)\n" + body
+    )
 
 
 def test_a_runner_run_outlives_the_sigkilled_attached_process_that_started_it(
-        node: ActorSystemHandle, emu: Emulator, agent_on: Callable[..., str]) -> None:
+    node: ActorSystemHandle, emu: Emulator, agent_on: Callable[..., str]
+) -> None:
     emu.set_script({"rules": [{"when": {}, "respond": {"text": "You said: {user_text}", "delay_ms": 2500}}]})
     name = agent_on("Outlive")
     starter = subprocess.Popen(
-        [sys.executable, "-c", _attached(node, (
-            f"runner = Runner({name!r}, {APP!r}, ActorSessionService(), system=h)\n"
-            f"print(runs.start(runner, 'outlive-user', 'outlive-session', 'Survive me.', system=h), flush=True)\n"
-            f"import sys; sys.stdin.read()\n"))],  # stays attached until it is killed
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            _attached(
+                node,
+                (
+                    f"runner = Runner({name!r}, {APP!r}, ActorSessionService(), system=h)\n"
+                    f"print(runs.start(runner, 'outlive-user', 'outlive-session', 'Survive me.', system=h),"
+                    f" flush=True)\n"
+                    f"import sys; sys.stdin.read()\n"
+                ),
+            ),
+        ],  # stays attached until it is killed
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert starter.stdout is not None
         run_id = starter.stdout.readline().strip()
@@ -375,8 +457,9 @@ def test_a_runner_run_outlives_the_sigkilled_attached_process_that_started_it(
         assert runs.status(run_id, system=node)["state"] == "running"
 
         wait_script = _attached(node, f"print(runs.wait({run_id!r}, 30, system=h))\n")
-        waiter = subprocess.run([sys.executable, "-c", wait_script], capture_output=True, text=True, timeout=60,
-                                check=False)
+        waiter = subprocess.run(
+            [sys.executable, "-c", wait_script], capture_output=True, text=True, timeout=60, check=False
+        )
         assert waiter.returncode == 0, waiter.stderr[-2000:]
         assert waiter.stdout.strip() == "Completed(output='You said: Survive me.')"
         stored = _session(ActorSessionService(system=node), "outlive-user", "outlive-session")
@@ -392,22 +475,41 @@ def test_a_runner_run_outlives_the_sigkilled_attached_process_that_started_it(
 
 # ---- 6. status latency under a slow subscriber --------------------------------------------------------------------
 
+
 def test_status_of_another_run_stays_fast_while_a_credit_subscriber_acks_every_200_ms(
-        node: ActorSystemHandle, emu: Emulator, agent_on: Callable[..., str]) -> None:
+    node: ActorSystemHandle, emu: Emulator, agent_on: Callable[..., str]
+) -> None:
     """A credit subscriber consumes a long streamed run one item per 200 ms; meanwhile ``runs.status`` of another
     run on the same host is asked once per consumed item (20 asks). Asserted: the maximum is under 50 ms (p50 is
     reported in the failure message)."""
     answer = "".join(f"{i % 10}" for i in range(1200))
-    emu.set_script({"rules": [
-        {"when": {"user_text_contains": "stream"}, "respond": {"text": answer, "chunks": 1200}},
-        {"when": {}, "respond": {"text": "eventually", "delay_ms": 30000}}]})
+    emu.set_script(
+        {
+            "rules": [
+                {"when": {"user_text_contains": "stream"}, "respond": {"text": answer, "chunks": 1200}},
+                {"when": {}, "respond": {"text": "eventually", "delay_ms": 30000}},
+            ]
+        }
+    )
     name = agent_on("Latency")
     runner = Runner(name, APP, ActorSessionService(system=node), system=node, streaming_mode="text")
     host = place(local_id(name), node.settings.hosts)
-    streamed = runs.start(runner, "latency-user", "latency-stream", "Please stream a lot.",
-                          run_id=_run_id_on(host, node.settings.hosts), system=node)
-    other = runs.start(runner, "latency-user", "latency-other", "Wait for it.",
-                       run_id=_run_id_on(host, node.settings.hosts), system=node)
+    streamed = runs.start(
+        runner,
+        "latency-user",
+        "latency-stream",
+        "Please stream a lot.",
+        run_id=_run_id_on(host, node.settings.hosts),
+        system=node,
+    )
+    other = runs.start(
+        runner,
+        "latency-user",
+        "latency-other",
+        "Wait for it.",
+        run_id=_run_id_on(host, node.settings.hosts),
+        system=node,
+    )
     assert runs.wait(streamed, 30, system=node) == Completed(answer)
     assert runs.status(streamed, system=node)["last_seq"] >= 22
 

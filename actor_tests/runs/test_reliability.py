@@ -71,14 +71,20 @@ def _thespian_log(handle: ActorSystemHandle) -> str:
 
 
 def _transport_errors(handle: ActorSystemHandle) -> list[str]:
-    return [line for line in _thespian_log(handle).splitlines()
-            if "changed size during iteration" in line or "Bad file descriptor" in line
-            or "transport run exception" in line]
+    return [
+        line
+        for line in _thespian_log(handle).splitlines()
+        if "changed size during iteration" in line or "Bad file descriptor" in line or "transport run exception" in line
+    ]
 
 
 def _runner(handle: ActorSystemHandle, emu: Emulator, data_dir: Path) -> Runner:
-    agent = spawn_agent(f"Soak_{uuid.uuid4().hex[:8]}",
-                        {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"}, [], system=handle)
+    agent = spawn_agent(
+        f"Soak_{uuid.uuid4().hex[:8]}",
+        {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"},
+        [],
+        system=handle,
+    )
     service = SqlSessionService(f"sqlite:///{data_dir}/sessions.db")
     return Runner(agent, "soak", service, system=handle)
 
@@ -108,15 +114,20 @@ def test_a_deleted_and_recreated_sqlite_file_gets_a_fresh_engine(tmp_path: Path)
     second.close()
 
 
-def test_stable_runs_on_sqlite_leave_the_hosts_fds_bounded(make_system: Any, emulator: Emulator,
-                                                            tmp_path: Path) -> None:
+def test_stable_runs_on_sqlite_leave_the_hosts_fds_bounded(
+    make_system: Any, emulator: Emulator, tmp_path: Path
+) -> None:
     handle = make_system()
     runner = _runner(handle, emulator, tmp_path)
     runner.run("u", "warm", "hi")
     before = _host_fds(handle)
     with ThreadPoolExecutor(16) as pool:
-        ids = list(pool.map(lambda i: run_api.start(runner, "u", f"c{i % 50}", f"q{i}", retention_ms=60000,
-                                                    system=handle), range(200)))
+        ids = list(
+            pool.map(
+                lambda i: run_api.start(runner, "u", f"c{i % 50}", f"q{i}", retention_ms=60000, system=handle),
+                range(200),
+            )
+        )
         outcomes = list(pool.map(lambda r: run_api.wait(r, 60, system=handle), ids))
     assert all(isinstance(o, Completed) for o in outcomes)
     # Before the fix each run left ~2 fds in the agent's host (one engine per copy of the service): +400 here.
@@ -164,8 +175,12 @@ def test_log_records_of_io_threads_reach_thespian_only_on_the_actor_thread(make_
 
     with ThreadPoolExecutor(writers + 2) as pool:
         traffic = [pool.submit(actor_traffic) for _ in range(2)]
-        logged = list(pool.map(lambda k: handle.ask(probe, IoLog(count=count, text=f"io{k}", burst=5, pause_s=0.001),
-                                                    30), range(writers)))
+        logged = list(
+            pool.map(
+                lambda k: handle.ask(probe, IoLog(count=count, text=f"io{k}", burst=5, pause_s=0.001), 30),
+                range(writers),
+            )
+        )
         stop.set()
         assert all(f.result() > 0 for f in traffic)
     assert logged == [count] * writers
@@ -232,8 +247,9 @@ def test_soak_sequential_runner_turns_on_sqlite(make_system: Any, emulator: Emul
     assert _transport_errors(handle) == []
 
 
-def test_hundreds_of_concurrent_starts_on_sqlite_answer_at_once(make_system: Any, emulator: Emulator,
-                                                                 tmp_path: Path) -> None:
+def test_hundreds_of_concurrent_starts_on_sqlite_answer_at_once(
+    make_system: Any, emulator: Emulator, tmp_path: Path
+) -> None:
     handle = make_system(library_log_level="info")  # the runs' SQL statements are records on the I/O threads
     runner = _runner(handle, emulator, tmp_path)
     runner.run("u", "warm", "hi")

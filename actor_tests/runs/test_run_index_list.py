@@ -17,19 +17,32 @@ from adk_actors.testing.runs import ScriptedBody
 
 
 def _entry(run_id: str, started_at: float, outcome: object = None, parent: str = "") -> _Entry:
-    return _Entry(run_id, host_id=1, host_pid=0, retention_ms=1000, parent_run_id=parent, started_at=started_at,
-                  outcome=outcome)
+    return _Entry(
+        run_id, host_id=1, host_pid=0, retention_ms=1000, parent_run_id=parent, started_at=started_at, outcome=outcome
+    )
 
 
 def test_newest_runs_lists_the_newest_first_and_counts_every_run() -> None:
-    entries = [_entry("old", 10.0, Completed("x")), _entry("mid", 20.0, Failed("host_lost")),
-               _entry("new", 30.0, parent="old"), _entry("cancelled", 25.0, Cancelled("by admin"))]
+    entries = [
+        _entry("old", 10.0, Completed("x")),
+        _entry("mid", 20.0, Failed("host_lost")),
+        _entry("new", 30.0, parent="old"),
+        _entry("cancelled", 25.0, Cancelled("by admin")),
+    ]
     listed = newest_runs(entries, 3, now=40.0)
     assert [r["run_id"] for r in listed["runs"]] == ["new", "cancelled", "mid"]
-    assert listed["runs"][0] == {"run_id": "new", "host_id": 1, "state": "running", "age_s": 10.0,
-                                 "parent_run_id": "old", "reason": None}
-    assert [(r["state"], r["reason"]) for r in listed["runs"][1:]] == [("cancelled", "by admin"),
-                                                                        ("failed", "host_lost")]
+    assert listed["runs"][0] == {
+        "run_id": "new",
+        "host_id": 1,
+        "state": "running",
+        "age_s": 10.0,
+        "parent_run_id": "old",
+        "reason": None,
+    }
+    assert [(r["state"], r["reason"]) for r in listed["runs"][1:]] == [
+        ("cancelled", "by admin"),
+        ("failed", "host_lost"),
+    ]
     assert (listed["total"], listed["running"]) == (4, 1)
 
 

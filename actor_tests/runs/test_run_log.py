@@ -31,7 +31,10 @@ def test_exactly_one_terminal_outcome_and_nothing_after_it() -> None:
         log.append("e3")
     assert info.value.reason == "run_finished"
     assert [(d.seq, d.item, d.terminal) for d in log.replay(0)] == [
-        (1, "e1", False), (2, "e2", False), (3, Completed("answer"), True)]
+        (1, "e1", False),
+        (2, "e2", False),
+        (3, Completed("answer"), True),
+    ]
 
 
 def test_a_late_subscriber_gets_replay_then_the_same_terminal() -> None:
@@ -76,8 +79,13 @@ def test_credit_allows_one_unacknowledged_message_and_resumes_after_reconnect() 
 
 
 def test_outcomes_pickle() -> None:
-    for outcome in (Completed("x"), Paused({"id": "e"}), Cancelled("r"), Failed("host_lost", {"host": 1}),
-                    ReplayGap(1, 3)):
+    for outcome in (
+        Completed("x"),
+        Paused({"id": "e"}),
+        Cancelled("r"),
+        Failed("host_lost", {"host": 1}),
+        ReplayGap(1, 3),
+    ):
         assert pickle.loads(pickle.dumps(outcome)) == outcome
 
 
@@ -86,17 +94,20 @@ def test_invalid_buffer_size() -> None:
         RunLog(max_buffered_events=0)
 
 
-steps = st.lists(st.one_of(st.just(("event",)), st.just(("finish",)), st.tuples(st.just("ack"), st.booleans())),
-                 max_size=60)
+steps = st.lists(
+    st.one_of(st.just(("event",)), st.just(("finish",)), st.tuples(st.just("ack"), st.booleans())), max_size=60
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(steps, st.integers(1, 6), st.integers(0, 8), st.booleans())
 def test_every_subscriber_sees_increasing_sequences_with_gaps_covering_exactly_what_is_missing(
-        ops: list[tuple], buffer: int, start_after: int, credit: bool) -> None:
+    ops: list[tuple], buffer: int, start_after: int, credit: bool
+) -> None:
     log = RunLog(max_buffered_events=buffer)
-    sub: CreditSubscription | PushSubscription = (CreditSubscription("s", after_seq=start_after) if credit
-                                                  else PushSubscription("s", after_seq=start_after))
+    sub: CreditSubscription | PushSubscription = (
+        CreditSubscription("s", after_seq=start_after) if credit else PushSubscription("s", after_seq=start_after)
+    )
     seen: list[int] = []
     covered: list[int] = []
     terminals = 0

@@ -158,30 +158,39 @@ def test_a_host_sigkilled_during_runs_fails_each_exactly_once_with_host_lost(fre
 
 
 def test_a_run_outlives_the_attached_process_that_started_it(node: ActorSystemHandle) -> None:
-    script = (f"import sys\n"
-              f"from adk_actors.runtime.system import attach\n"
-              f"from adk_actors.settings import Settings\n"
-              f"from adk_actors.runs import api\n"
-              f"from adk_actors.testing.runs import ScriptedBody\n"
-              f"h = attach({node.port}, Settings(hosts={node.settings.hosts}), make_default=False)\n"
-              f"print(api.start(ScriptedBody(events=(1, 2, 3), interval_s=0.3, output='survived'), system=h),"
-              f" flush=True)\n"
-              f"import time; time.sleep(600)\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            text=True)
+    script = (
+        f"import sys\n"
+        f"from adk_actors.runtime.system import attach\n"
+        f"from adk_actors.settings import Settings\n"
+        f"from adk_actors.runs import api\n"
+        f"from adk_actors.testing.runs import ScriptedBody\n"
+        f"h = attach({node.port}, Settings(hosts={node.settings.hosts}), make_default=False)\n"
+        f"print(api.start(ScriptedBody(events=(1, 2, 3), interval_s=0.3, output='survived'), system=h),"
+        f" flush=True)\n"
+        f"import time; time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
         run_id = proc.stdout.readline().strip()
         proc.send_signal(signal.SIGKILL)  # process A dies right after starting the run
         proc.wait(10)
-        other = subprocess.run([sys.executable, "-c",
-                                f"from adk_actors.runtime.system import attach\n"
-                                f"from adk_actors.settings import Settings\n"
-                                f"from adk_actors.runs import api\n"
-                                f"h = attach({node.port}, Settings(hosts={node.settings.hosts}),"
-                                f" make_default=False)\n"
-                                f"print(api.wait({run_id!r}, 20, system=h))\n"],
-                               capture_output=True, text=True, timeout=60, check=False)
+        other = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"from adk_actors.runtime.system import attach\n"
+                f"from adk_actors.settings import Settings\n"
+                f"from adk_actors.runs import api\n"
+                f"h = attach({node.port}, Settings(hosts={node.settings.hosts}),"
+                f" make_default=False)\n"
+                f"print(api.wait({run_id!r}, 20, system=h))\n",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert other.returncode == 0, other.stderr[-1000:]
         assert other.stdout.strip() == "Completed(output='survived')"
     finally:

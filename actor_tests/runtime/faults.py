@@ -32,14 +32,22 @@ class CrashOnceProvider:
     def capabilities(self) -> dict[str, Any]:
         return {}
 
-    def generate(self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *,
-                 cancel: Any = None) -> Any:
+    def generate(
+        self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *, cancel: Any = None
+    ) -> Any:
         try:
             os.unlink(self.flag)
         except FileNotFoundError:
             return "fine"
         return _Trapped(content={"schema_version": 1, "parts": [{"type": "text", "text": "boom"}]}, text="boom")
 
-    def stream(self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any],
-               on_delta: Callable[[str], None], *, cancel: Any = None) -> Any:
+    def stream(
+        self,
+        config: Mapping[str, Any],
+        history: Sequence[Any],
+        tools: Sequence[Any],
+        on_delta: Callable[[str], None],
+        *,
+        cancel: Any = None,
+    ) -> Any:
         return self.generate(config, history, tools, cancel=cancel)

@@ -29,11 +29,22 @@ def stop_child(system: ActorSystemHandle, child_id: str, under: str = "sandbox")
     system.ask(under, TerminateChild(child_id=child_id), timeout=15)
 
 
-def start_supervisor(system: ActorSystemHandle, spec: SupervisorSpec, name: str | None = None,
-                     restart: str = "permanent") -> tuple[str, Any]:
+def start_supervisor(
+    system: ActorSystemHandle, spec: SupervisorSpec, name: str | None = None, restart: str = "permanent"
+) -> tuple[str, Any]:
     sid = name or unique("sup")
-    address = start_child(system, ChildSpec(id=sid, actor=SUPERVISOR, args=spec, kind="supervisor",
-                                            register_as=sid, restart=restart, shutdown="infinity"))  # type: ignore[arg-type]
+    address = start_child(
+        system,
+        ChildSpec(
+            id=sid,
+            actor=SUPERVISOR,
+            args=spec,
+            kind="supervisor",
+            register_as=sid,
+            restart=restart,
+            shutdown="infinity",
+        ),
+    )  # type: ignore[arg-type]
     return sid, address
 
 

@@ -32,8 +32,12 @@ def _message_classes() -> list[type]:
             continue
         module = importlib.import_module(name)
         for obj in vars(module).values():
-            if (isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == name
-                    and obj.__dataclass_params__.frozen):  # type: ignore[attr-defined]
+            if (
+                isinstance(obj, type)
+                and dataclasses.is_dataclass(obj)
+                and obj.__module__ == name
+                and obj.__dataclass_params__.frozen
+            ):  # type: ignore[attr-defined]
                 found[f"{name}.{obj.__qualname__}"] = obj
     return [found[k] for k in sorted(found)]
 
@@ -88,12 +92,15 @@ def test_layer_check_passes_on_the_tree() -> None:
     assert check(PACKAGE) == []
 
 
-@pytest.mark.parametrize(("where", "line", "expect"), [
-    ("content/_planted.py", "import thespian\n", "imports thespian outside"),
-    ("content/_planted.py", "from adk_actors.agents import api\n", "layer 3) from layer 2"),
-    ("runtime/_planted.py", "import adk_actors.sessions\n", "layer 3) from layer 1"),
-    ("sessions/_planted.py", "from adk_actors.runs import x\n", "layer 4) from layer 3"),
-])
+@pytest.mark.parametrize(
+    ("where", "line", "expect"),
+    [
+        ("content/_planted.py", "import thespian\n", "imports thespian outside"),
+        ("content/_planted.py", "from adk_actors.agents import api\n", "layer 3) from layer 2"),
+        ("runtime/_planted.py", "import adk_actors.sessions\n", "layer 3) from layer 1"),
+        ("sessions/_planted.py", "from adk_actors.runs import x\n", "layer 4) from layer 3"),
+    ],
+)
 def test_layer_check_fails_on_a_planted_bad_import(tmp_path: Path, where: str, line: str, expect: str) -> None:
     copy = tmp_path / "adk_actors"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -101,6 +108,7 @@ def test_layer_check_fails_on_a_planted_bad_import(tmp_path: Path, where: str, l
     (copy / where).write_text(line)
     problems = check(copy)
     assert any(expect in p for p in problems), problems
-    result = subprocess.run([sys.executable, "-m", "adk_actors.devtools.layers", str(copy)],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "adk_actors.devtools.layers", str(copy)], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 1 and "FAILED" in result.stdout

@@ -46,8 +46,15 @@ def leaky_job(tag: str) -> int:
 def node(tmp_module_dir: Path) -> Iterator[tuple[ActorSystemHandle, Emulator]]:
     """A node with a configured key (its processes scrub it) and an emulator for agent turns."""
     with Emulator() as emu:
-        handle = adk_actors.start(Settings(admin_port=reserved_port(), data_dir=str(tmp_module_dir / "data"),
-                                           hosts=1, workers=1, gemini_api_key=Secret(KEY)))
+        handle = adk_actors.start(
+            Settings(
+                admin_port=reserved_port(),
+                data_dir=str(tmp_module_dir / "data"),
+                hosts=1,
+                workers=1,
+                gemini_api_key=Secret(KEY),
+            )
+        )
         try:
             yield handle, emu
         finally:
@@ -63,7 +70,7 @@ def _report(sink: Path, needle: str, seconds: float = 15.0) -> str:
         text = sink.read_text(errors="replace")
         at = text.find(needle)
         if at >= 0:
-            lines = text[text.rfind("\n", 0, at) + 1:].splitlines()
+            lines = text[text.rfind("\n", 0, at) + 1 :].splitlines()
             record = [lines[0]]
             for line in lines[1:]:
                 if line[:4].isdigit() and line[4:5] == "-":
@@ -81,10 +88,14 @@ def _assert_no_key(handle: ActorSystemHandle) -> None:
 
 @pytest.mark.parametrize("tier", [1, 2])
 def test_a_crashing_actor_logs_a_scrubbed_stack_trace_and_the_asker_gets_the_type_only(
-        node: tuple[ActorSystemHandle, Emulator], tier: int) -> None:
+    node: tuple[ActorSystemHandle, Emulator], tier: int
+) -> None:
     handle, _emu = node
-    probe = (start_child(handle, ChildSpec(id=unique("crash"), actor=PROBE)) if tier == 1
-             else handle.spawn(PROBE, id=unique("crash")))
+    probe = (
+        start_child(handle, ChildSpec(id=unique("crash"), actor=PROBE))
+        if tier == 1
+        else handle.spawn(PROBE, id=unique("crash"))
+    )
     assert handle.ask(probe, Incr(by=2)) == 2
     nonce = uuid.uuid4().hex
     with pytest.raises(ActorCrashed) as info:
@@ -104,11 +115,16 @@ def test_a_crashing_actor_logs_a_scrubbed_stack_trace_and_the_asker_gets_the_typ
 
 
 def test_a_raising_tool_logs_a_scrubbed_stack_trace_and_the_model_sees_the_type_only(
-        node: tuple[ActorSystemHandle, Emulator]) -> None:
+    node: tuple[ActorSystemHandle, Emulator],
+) -> None:
     handle, emu = node
     name = unique("Leaky")
-    spawn_agent(name, {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"},
-                [FunctionTool(leaky_weather, name="get_weather")], system=handle)
+    spawn_agent(
+        name,
+        {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"},
+        [FunctionTool(leaky_weather, name="get_weather")],
+        system=handle,
+    )
     try:
         answer = prompt(name, "What is the weather in Tokyo?", system=handle, timeout=30)
     finally:
@@ -127,7 +143,8 @@ def test_a_raising_tool_logs_a_scrubbed_stack_trace_and_the_model_sees_the_type_
 
 @pytest.mark.parametrize("inline", [False, True])
 def test_a_raising_job_logs_a_scrubbed_stack_trace_and_the_caller_gets_the_type_only(
-        node: tuple[ActorSystemHandle, Emulator], inline: bool) -> None:
+    node: tuple[ActorSystemHandle, Emulator], inline: bool
+) -> None:
     handle, _emu = node
     probe = start_child(handle, ChildSpec(id=unique("jobs"), actor=PROBE))
     tag = uuid.uuid4().hex
@@ -145,7 +162,8 @@ def test_a_raising_job_logs_a_scrubbed_stack_trace_and_the_caller_gets_the_type_
 
 
 def test_a_raising_timer_callback_is_logged_with_its_stack_and_the_thread_goes_on(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     timers = ThreadTimers()
     secret = Secret("thread-timer-canary-" + uuid.uuid4().hex)
     done = threading.Event()

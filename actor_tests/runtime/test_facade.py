@@ -69,6 +69,7 @@ def test_casts_through_the_router_do_not_block_on_a_busy_target(system: ActorSys
     name = unique("busy")
     start_child(system, ChildSpec(id=name, actor=PROBE, register_as=name))
     from adk_actors.runtime.messages import Call
+
     blocker = threading.Thread(target=lambda: system.ask(name, Block(seconds=1.0), timeout=5))
     blocker.start()
     try:

@@ -57,7 +57,8 @@ def test_1000_inner_actors_one_crashes_and_restarts_fresh_while_999_keep_state(s
 
 
 def test_a_100ms_inner_timer_fires_within_150ms_and_an_idle_host_costs_under_half_a_percent(
-        fresh_system: ActorSystemHandle) -> None:
+    fresh_system: ActorSystemHandle,
+) -> None:
     probe = fresh_system.spawn(PROBE, id="timer-probe")
     far = fresh_system.spawn(PROBE, id=f"far-{probe.host_id}")
     del far
@@ -76,7 +77,8 @@ def test_a_100ms_inner_timer_fires_within_150ms_and_an_idle_host_costs_under_hal
 
 
 def test_sigkill_of_a_host_recovers_it_and_its_permanent_inner_actors_within_5s(
-        fresh_system: ActorSystemHandle) -> None:
+    fresh_system: ActorSystemHandle,
+) -> None:
     names = [unique("perm") for _ in range(6)]
     for n in names:
         fresh_system.spawn(PROBE, id=n, name=n)
@@ -138,7 +140,8 @@ def slow_server() -> Iterator[str]:
 
 
 def test_50_concurrent_blocking_calls_complete_while_the_host_answers_status_in_under_50ms(
-        system: ActorSystemHandle, slow_server: str) -> None:
+    system: ActorSystemHandle, slow_server: str
+) -> None:
     probe = system.spawn(PROBE, id=unique("fetcher"))
     results: list[object] = []
     with ThreadPoolExecutor(50) as pool:
@@ -220,5 +223,6 @@ def test_facade_calls_to_inner_actors_are_matched_from_many_threads(system: Acto
     with ThreadPoolExecutor(8) as pool:
         got = list(pool.map(lambda i: system.ask(refs[i % 8], Echo(value=i)), range(400)))
     assert got == list(range(400))
-    assert all(system.ask(r, GetPid()) in (_host_status(system, 0)["pid"], _host_status(system, 1)["pid"])
-               for r in refs)
+    assert all(
+        system.ask(r, GetPid()) in (_host_status(system, 0)["pid"], _host_status(system, 1)["pid"]) for r in refs
+    )

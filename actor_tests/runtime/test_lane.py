@@ -58,7 +58,8 @@ def test_without_lanes_every_message_goes_through_thespian(make_system) -> None:
 
 
 def test_lane_replies_stay_matched_across_threads_and_a_late_reply_never_reaches_a_later_ask(
-        system: ActorSystemHandle) -> None:
+    system: ActorSystemHandle,
+) -> None:
     name = unique("lanemt")
     start_child(system, ChildSpec(id=name, actor=PROBE, register_as=name))
     with pytest.raises(AskTimeout):
@@ -72,7 +73,8 @@ def test_lane_replies_stay_matched_across_threads_and_a_late_reply_never_reaches
 
 
 def test_an_ask_in_flight_on_a_lane_fails_noproc_at_once_when_the_target_is_sigkilled(
-        system: ActorSystemHandle) -> None:
+    system: ActorSystemHandle,
+) -> None:
     name = unique("lanekill")
     start_child(system, ChildSpec(id=name, actor=PROBE, register_as=name, restart="temporary"))
     pid = system.ask(name, GetPid())
@@ -213,14 +215,20 @@ def test_a_forked_child_does_not_keep_its_parents_lane_bound() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(messages=st.lists(st.recursive(st.none() | st.integers() | st.text(max_size=50),
-                                      lambda inner: st.lists(inner, max_size=4), max_leaves=10), max_size=20),
-       cuts=st.lists(st.integers(min_value=1, max_value=64), max_size=50))
+@given(
+    messages=st.lists(
+        st.recursive(
+            st.none() | st.integers() | st.text(max_size=50), lambda inner: st.lists(inner, max_size=4), max_leaves=10
+        ),
+        max_size=20,
+    ),
+    cuts=st.lists(st.integers(min_value=1, max_value=64), max_size=50),
+)
 def test_frames_are_reassembled_whatever_the_chunking(messages: list, cuts: list[int]) -> None:
     data = b"".join(encode(None, m) for m in messages)
     frames, pos, parser = [], 0, _Frames()
     for cut in cuts:
-        frames += parser.feed(data[pos:pos + cut])
+        frames += parser.feed(data[pos : pos + cut])
         pos += cut
     frames += parser.feed(data[pos:])
     assert [pickle.loads(f)[1] for f in frames] == messages

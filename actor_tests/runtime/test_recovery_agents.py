@@ -29,7 +29,8 @@ def _inner(status: dict, local_id: str) -> dict:
 
 @pytest.mark.timeout(60)
 def test_a_permanent_agent_that_crashes_in_an_io_completion_is_restarted_by_its_host(
-        fresh_system: ActorSystemHandle, tmp_path: Path) -> None:
+    fresh_system: ActorSystemHandle, tmp_path: Path
+) -> None:
     system = fresh_system  # a host's status lists its first 200 inner actors: a shared node may hold more
     flag = tmp_path / "crash-next"
     spawn, cleanup = make_spawner(system)

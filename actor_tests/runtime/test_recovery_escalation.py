@@ -30,7 +30,8 @@ def test_inner_defaults_follow_otp_one_restart_per_five_seconds() -> None:
 
 @pytest.mark.timeout(90)
 def test_an_inner_actor_past_its_intensity_escalates_and_a_second_escalation_restarts_the_host(
-        fresh_system: ActorSystemHandle) -> None:
+    fresh_system: ActorSystemHandle,
+) -> None:
     system = fresh_system
     first, second, bystander = _ids_on_host(0, system.settings.hosts, 3)
     for name in (first, second, bystander):

@@ -32,9 +32,16 @@ def node(make_system: Callable[..., ActorSystemHandle]) -> ActorSystemHandle:
 
 def _members(prefix: str, journal: Path, *restarts: str) -> list[InnerSpec]:
     names = "abcdefgh"
-    return [InnerSpec(local_id=f"{prefix}-{names[i]}", actor=PROBE, args=ProbeArgs(journal=str(journal)),
-                      register_as=f"{prefix}-{names[i]}", restart=kind)  # type: ignore[arg-type]
-            for i, kind in enumerate(restarts)]
+    return [
+        InnerSpec(
+            local_id=f"{prefix}-{names[i]}",
+            actor=PROBE,
+            args=ProbeArgs(journal=str(journal)),
+            register_as=f"{prefix}-{names[i]}",
+            restart=kind,
+        )  # type: ignore[arg-type]
+        for i, kind in enumerate(restarts)
+    ]
 
 
 def _journal(path: Path, prefix: str) -> list[str]:
@@ -59,25 +66,44 @@ def _gone(system: ActorSystemHandle, name: str) -> None:
 
 
 def _restarts(status: dict[str, Any], prefix: str) -> dict[str, int]:
-    return {e["local_id"].removeprefix(f"{prefix}-"): e["restarts"] for e in status["inner"]
-            if e["local_id"].startswith(f"{prefix}-")}
+    return {
+        e["local_id"].removeprefix(f"{prefix}-"): e["restarts"]
+        for e in status["inner"]
+        if e["local_id"].startswith(f"{prefix}-")
+    }
 
 
-@pytest.mark.parametrize(("strategy", "counts", "restarted", "order"), [
-    ("one_for_one", {"a": 1, "b": 0, "c": 3}, {"a": 0, "b": 1, "c": 0},
-     ["terminate b crash", "init b"]),
-    ("one_for_all", {"a": 0, "b": 0, "c": 0}, {"a": 1, "b": 1, "c": 1},
-     ["terminate b crash", "terminate c shutdown", "terminate a shutdown", "init a", "init b", "init c"]),
-    ("rest_for_one", {"a": 1, "b": 0, "c": 0}, {"a": 0, "b": 1, "c": 1},
-     ["terminate b crash", "terminate c shutdown", "init b", "init c"]),
-])
+@pytest.mark.parametrize(
+    ("strategy", "counts", "restarted", "order"),
+    [
+        ("one_for_one", {"a": 1, "b": 0, "c": 3}, {"a": 0, "b": 1, "c": 0}, ["terminate b crash", "init b"]),
+        (
+            "one_for_all",
+            {"a": 0, "b": 0, "c": 0},
+            {"a": 1, "b": 1, "c": 1},
+            ["terminate b crash", "terminate c shutdown", "terminate a shutdown", "init a", "init b", "init c"],
+        ),
+        (
+            "rest_for_one",
+            {"a": 1, "b": 0, "c": 0},
+            {"a": 0, "b": 1, "c": 1},
+            ["terminate b crash", "terminate c shutdown", "init b", "init c"],
+        ),
+    ],
+)
 def test_a_member_crash_restarts_the_group_per_its_strategy(
-        node: ActorSystemHandle, tmp_path: Path, strategy: str, counts: dict[str, int], restarted: dict[str, int],
-        order: list[str]) -> None:
+    node: ActorSystemHandle,
+    tmp_path: Path,
+    strategy: str,
+    counts: dict[str, int],
+    restarted: dict[str, int],
+    order: list[str],
+) -> None:
     group_id, journal = unique("grp"), tmp_path / "journal.txt"
     prefix = group_id
-    refs = node.spawn_group(group_id, _members(prefix, journal, "permanent", "permanent", "permanent"),
-                            strategy=strategy, intensity=3)
+    refs = node.spawn_group(
+        group_id, _members(prefix, journal, "permanent", "permanent", "permanent"), strategy=strategy, intensity=3
+    )
     host = host_name(place(group_id, node.settings.hosts))
     assert [r.host_id for r in refs] == [place(group_id, node.settings.hosts)] * 3  # all on the group's host
     try:
@@ -93,8 +119,14 @@ def test_a_member_crash_restarts_the_group_per_its_strategy(
         assert {k: node.ask(f"{prefix}-{k}", Incr(by=0)) for k in "abc"} == counts
         assert _restarts(status, prefix) == restarted
         assert _journal(journal, prefix)[before:] == order
-        assert _group(status, group_id) == {"local_id": group_id, "strategy": strategy, "intensity": 3, "period": 5.0,
-                                            "members": [f"{prefix}-{k}" for k in "abc"], "restarts": 1}
+        assert _group(status, group_id) == {
+            "local_id": group_id,
+            "strategy": strategy,
+            "intensity": 3,
+            "period": 5.0,
+            "members": [f"{prefix}-{k}" for k in "abc"],
+            "restarts": 1,
+        }
     finally:
         node.stop_group(group_id)
     status = node.ask(host, GetStatus())
@@ -103,11 +135,16 @@ def test_a_member_crash_restarts_the_group_per_its_strategy(
 
 
 def test_a_temporary_sibling_is_removed_and_a_normal_exit_of_a_transient_member_restarts_nothing(
-        node: ActorSystemHandle, tmp_path: Path) -> None:
+    node: ActorSystemHandle, tmp_path: Path
+) -> None:
     group_id = unique("grp")
     prefix = group_id
-    node.spawn_group(group_id, _members(prefix, tmp_path / "j.txt", "permanent", "transient", "temporary"),
-                     strategy="one_for_all", intensity=5)
+    node.spawn_group(
+        group_id,
+        _members(prefix, tmp_path / "j.txt", "permanent", "transient", "temporary"),
+        strategy="one_for_all",
+        intensity=5,
+    )
     host = host_name(place(group_id, node.settings.hosts))
     try:
         assert node.ask(f"{prefix}-b", StopMe(reason="normal")) == "stopping"
@@ -159,14 +196,16 @@ def test_group_specs_are_checked_before_anything_starts(node: ActorSystemHandle,
 
 
 @pytest.mark.timeout(90)
-def test_a_group_past_its_intensity_escalates_to_its_host_as_a_whole(fresh_system: ActorSystemHandle,
-                                                                      tmp_path: Path) -> None:
+def test_a_group_past_its_intensity_escalates_to_its_host_as_a_whole(
+    fresh_system: ActorSystemHandle, tmp_path: Path
+) -> None:
     system = fresh_system
     group_id = unique("grp")
     prefix = group_id
     journal = tmp_path / "j.txt"
-    system.spawn_group(group_id, _members(prefix, journal, "permanent", "permanent", "permanent"),
-                       strategy="one_for_all")  # OTP's default window: 1 restart per 5 s
+    system.spawn_group(
+        group_id, _members(prefix, journal, "permanent", "permanent", "permanent"), strategy="one_for_all"
+    )  # OTP's default window: 1 restart per 5 s
     host = host_name(place(group_id, system.settings.hosts))
     host_pid = system.ask(host, GetStatus())["pid"]
     assert system.ask("hosts", GetStatus())["permanent_inner"][host] == 1
@@ -175,7 +214,10 @@ def test_a_group_past_its_intensity_escalates_to_its_host_as_a_whole(fresh_syste
             system.ask(f"{prefix}-a", Crash(), timeout=5)
     status = wait_status(system, "hosts", lambda s: len(s["escalated"]) == 1)
     assert {k: status["escalated"][0][k] for k in ("host", "local_id", "actor")} == {
-        "host": host, "local_id": group_id, "actor": "group:one_for_all"}
+        "host": host,
+        "local_id": group_id,
+        "actor": "group:one_for_all",
+    }
     assert status["permanent_inner"].get(host, 0) == 0  # not re-created by a later host restart
     host_status = system.ask(host, GetStatus())
     assert host_status["escalations"] == 1 and host_status["pid"] == host_pid
@@ -188,12 +230,17 @@ def test_a_group_past_its_intensity_escalates_to_its_host_as_a_whole(fresh_syste
 
 @pytest.mark.timeout(90)
 def test_a_permanent_group_comes_back_with_its_current_members_after_its_host_is_sigkilled(
-        fresh_system: ActorSystemHandle, tmp_path: Path) -> None:
+    fresh_system: ActorSystemHandle, tmp_path: Path
+) -> None:
     system = fresh_system
     group_id = unique("grp")
     prefix = group_id
-    system.spawn_group(group_id, _members(prefix, tmp_path / "j.txt", "permanent", "permanent", "temporary"),
-                       strategy="rest_for_one", intensity=5)
+    system.spawn_group(
+        group_id,
+        _members(prefix, tmp_path / "j.txt", "permanent", "permanent", "temporary"),
+        strategy="rest_for_one",
+        intensity=5,
+    )
     host_id = place(group_id, system.settings.hosts)
     with pytest.raises(ActorCrashed):  # the temporary member after it is dropped from the group for good
         system.ask(f"{prefix}-b", Crash(), timeout=5)
@@ -206,8 +253,14 @@ def test_a_permanent_group_comes_back_with_its_current_members_after_its_host_is
     assert system.ask(f"{prefix}-b", Incr(by=0), timeout=10) == 0
     status = system.ask(host_name(host_id), GetStatus())
     assert status["pid"] != host_pid
-    assert _group(status, group_id) == {"local_id": group_id, "strategy": "rest_for_one", "intensity": 5,
-                                        "period": 5.0, "members": [f"{prefix}-a", f"{prefix}-b"], "restarts": 0}
+    assert _group(status, group_id) == {
+        "local_id": group_id,
+        "strategy": "rest_for_one",
+        "intensity": 5,
+        "period": 5.0,
+        "members": [f"{prefix}-a", f"{prefix}-b"],
+        "restarts": 0,
+    }
     assert set(_restarts(status, prefix)) == {"a", "b"}
     _gone(system, f"{prefix}-c")
     # Its strategy still applies: rest_for_one after b leaves a alone.

@@ -20,7 +20,8 @@ from .helpers import PROBE, child_entry, unique, wait_exit
 
 @pytest.mark.timeout(120)
 def test_permanent_agents_come_back_within_1s_after_the_host_supervisor_is_sigkilled(
-        fresh_system: ActorSystemHandle) -> None:
+    fresh_system: ActorSystemHandle,
+) -> None:
     system = fresh_system
     probes = [unique("perm") for _ in range(6)]
     for name in probes:
@@ -28,8 +29,16 @@ def test_permanent_agents_come_back_within_1s_after_the_host_supervisor_is_sigki
         system.ask(name, Incr(by=2))
     with Emulator() as emu:
         agent = unique("Keeper")
-        spawn_agent(agent, {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key",
-                            "description": "kept across crashes"}, system=system)
+        spawn_agent(
+            agent,
+            {
+                "provider": "gemini",
+                "base_url": emu.base_url,
+                "api_key": "test-key",
+                "description": "kept across crashes",
+            },
+            system=system,
+        )
         assert isinstance(prompt(agent, "hello", system=system, timeout=10), str)
         supervisor_pid = int(child_entry(system.status(), "hosts")["pid"])
         host_pids = [system.host_entry(i).pid for i in range(system.settings.hosts)]

@@ -20,7 +20,8 @@ from .helpers import PROBE, unique, wait_status
 
 @pytest.mark.timeout(60)
 def test_a_timer_of_a_crashed_incarnation_does_not_reach_or_cancel_the_restarted_ones(
-        system: ActorSystemHandle) -> None:
+    system: ActorSystemHandle,
+) -> None:
     name = unique("inc")
     system.spawn(PROBE, id=name, name=name)
     try:

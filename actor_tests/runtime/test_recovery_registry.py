@@ -42,8 +42,9 @@ class _Load:
                 if index == 0:
                     self.system.ask(self.targets[0], Incr(by=1), timeout=2)
                 elif index == 1:
-                    self.system.ask(self.relay, Relay(target=self.targets[-1], request=Incr(by=0), timeout=2),
-                                    timeout=3)
+                    self.system.ask(
+                        self.relay, Relay(target=self.targets[-1], request=Incr(by=0), timeout=2), timeout=3
+                    )
                 else:
                     self.system.ask(self.targets[1], Job(fn="operator:add", args=(1, 2), timeout=2), timeout=3)
             except AdkError:
@@ -75,7 +76,8 @@ class _Load:
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("order", [("registry", "host", "registry"), ("host", "registry", "host")])
 def test_every_name_resolves_within_1s_after_registry_and_host_sigkills_under_load(
-        fresh_system: ActorSystemHandle, order: tuple[str, ...]) -> None:
+    fresh_system: ActorSystemHandle, order: tuple[str, ...]
+) -> None:
     system = fresh_system
     agents = [unique("agent") for _ in range(4)]
     for name in agents:
@@ -95,8 +97,7 @@ def test_every_name_resolves_within_1s_after_registry_and_host_sigkills_under_lo
                 assert time.monotonic() - dead_at < 1.0, f"{name} answered late after the {step} was killed"
             # An actor resolving by name (its own cache, then the registry it was started with) reaches it too.
             assert system.ask(relay, Relay(target="hosts", request=Ping(), timeout=2), timeout=3) == "pong"
-            assert system.ask(agents[0], Relay(target=agents[-1], request=Incr(by=0), timeout=2),
-                              timeout=3) >= 0, step
+            assert system.ask(agents[0], Relay(target=agents[-1], request=Incr(by=0), timeout=2), timeout=3) >= 0, step
             assert time.monotonic() - dead_at < 1.0
             assert load.resumes(load.count(), 1.0), "the load did not resume within 1 s"
     # A handle attached after all this resolves every name as well.

@@ -50,8 +50,9 @@ def lookup(city: str) -> dict:
 def node(make_system: Callable[..., ActorSystemHandle]) -> ActorSystemHandle:
     # The module kills the pool four times within seconds: past the root's default window (3 restarts in 5 s) the
     # node would stop, as OTP's would.
-    return make_system(agent_call_timeout_ms=int(JOB_S * 1000), agent_turn_timeout_ms=int(JOB_S * 2000),
-                       supervisor_intensity=20)
+    return make_system(
+        agent_call_timeout_ms=int(JOB_S * 1000), agent_turn_timeout_ms=int(JOB_S * 2000), supervisor_intensity=20
+    )
 
 
 def _kill_pool_when_holding(node: ActorSystemHandle, jobs: int) -> float:
@@ -78,7 +79,8 @@ def _answered_within(futures: list[Future[Any]], since: float, bound: float) -> 
 
 @pytest.mark.timeout(120)
 def test_jobs_of_tier1_inner_and_facade_callers_fail_with_worker_lost_when_the_pool_is_sigkilled(
-        node: ActorSystemHandle) -> None:
+    node: ActorSystemHandle,
+) -> None:
     tier1 = unique("t1")
     start_child(node, ChildSpec(id=tier1, actor=PROBE, register_as=tier1, restart="temporary"))
     inner = unique("t2")
@@ -86,9 +88,11 @@ def test_jobs_of_tier1_inner_and_facade_callers_fail_with_worker_lost_when_the_p
     wait_status(node, "workers", lambda s: [w["state"] for w in s["workers"]] == ["idle", "idle"], timeout=30)
     try:
         with ThreadPoolExecutor(3) as pool:
-            futures = [pool.submit(node.ask, tier1, Job(fn=_hang, args=(JOB_S,), timeout=JOB_S), JOB_S + 5),
-                       pool.submit(node.ask, inner, Job(fn=_hang, args=(JOB_S,), timeout=JOB_S), JOB_S + 5),
-                       pool.submit(node.run_job, _hang, JOB_S, timeout=JOB_S)]
+            futures = [
+                pool.submit(node.ask, tier1, Job(fn=_hang, args=(JOB_S,), timeout=JOB_S), JOB_S + 5),
+                pool.submit(node.ask, inner, Job(fn=_hang, args=(JOB_S,), timeout=JOB_S), JOB_S + 5),
+                pool.submit(node.run_job, _hang, JOB_S, timeout=JOB_S),
+            ]
             # Two workers: two jobs run, the third waits in the pool's queue; all three are the pool's.
             killed_at = _kill_pool_when_holding(node, 3)
             outcomes = _answered_within(futures, killed_at, ANSWER_S)
@@ -105,7 +109,8 @@ def test_jobs_of_tier1_inner_and_facade_callers_fail_with_worker_lost_when_the_p
 
 @pytest.mark.timeout(120)
 def test_a_job_held_by_the_registry_while_the_pool_is_down_is_watched_on_the_restarted_pool(
-        node: ActorSystemHandle) -> None:
+    node: ActorSystemHandle,
+) -> None:
     inner = unique("t2")
     node.spawn(PROBE, id=inner, name=inner, restart="temporary")
     try:
@@ -132,28 +137,38 @@ def test_a_job_held_by_the_registry_while_the_pool_is_down_is_watched_on_the_res
 
 @pytest.mark.timeout(120)
 def test_an_agents_tool_call_fails_with_worker_lost_and_the_model_sees_it_when_the_pool_is_sigkilled(
-        node: ActorSystemHandle) -> None:
+    node: ActorSystemHandle,
+) -> None:
     spawn, cleanup = make_spawner(node)
     with Emulator() as emu:
-        emu.set_script({"rules": [
-            {"when": {"has_function_response": False},
-             "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Oslo"}}]}},
-            {"when": {"has_function_response": True}, "respond": {"text": "Tool said: {response_text}"}}]})
+        emu.set_script(
+            {
+                "rules": [
+                    {
+                        "when": {"has_function_response": False},
+                        "respond": {"function_calls": [{"name": "lookup", "args": {"city": "Oslo"}}]},
+                    },
+                    {"when": {"has_function_response": True}, "respond": {"text": "Tool said: {response_text}"}},
+                ]
+            }
+        )
         config = {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"}
         try:
             agent = spawn(unique("Lost"), config, [FunctionTool(lookup)])
             runner = Runner(agent, "recovery", ActorSessionService(system=node), system=node)
-            wait_status(node, "workers", lambda s: [w["state"] for w in s["workers"]] == ["idle", "idle"],
-                        timeout=30)
+            wait_status(node, "workers", lambda s: [w["state"] for w in s["workers"]] == ["idle", "idle"], timeout=30)
             with ThreadPoolExecutor(2) as pool:
-                futures = [pool.submit(prompt, agent, "Look up Oslo", system=node, timeout=JOB_S),
-                           pool.submit(runner.run, "u1", unique("s"), "Look up Oslo")]
+                futures = [
+                    pool.submit(prompt, agent, "Look up Oslo", system=node, timeout=JOB_S),
+                    pool.submit(runner.run, "u1", unique("s"), "Look up Oslo"),
+                ]
                 killed_at = _kill_pool_when_holding(node, 2)
                 answers = _answered_within(futures, killed_at, ANSWER_S)
             for answer in answers:
                 assert isinstance(answer, str) and answer.startswith("Tool said:") and "worker_lost" in answer, answers
-            tool_errors = [r["response"]["error"]["reason"] for request in emu.requests
-                           for r in function_responses(request)]
+            tool_errors = [
+                r["response"]["error"]["reason"] for request in emu.requests for r in function_responses(request)
+            ]
             assert tool_errors == ["worker_lost", "worker_lost"]
             assert node.ask("workers", GetStatus())["pid"] != 0  # the pool was restarted by its supervisor
         finally:

@@ -11,11 +11,20 @@ from adk_actors.runtime.restart import Window, restart_group, should_restart
 from adk_actors.runtime.supervisor import ChildSpec, SupervisorSpec
 
 
-@pytest.mark.parametrize(("restart", "reason", "expected"), [
-    ("permanent", "normal", True), ("permanent", "crash", True), ("permanent", "killed", True),
-    ("transient", "normal", False), ("transient", "shutdown", False), ("transient", "crash", True),
-    ("transient", "killed", True), ("temporary", "crash", False), ("temporary", "killed", False),
-])
+@pytest.mark.parametrize(
+    ("restart", "reason", "expected"),
+    [
+        ("permanent", "normal", True),
+        ("permanent", "crash", True),
+        ("permanent", "killed", True),
+        ("transient", "normal", False),
+        ("transient", "shutdown", False),
+        ("transient", "crash", True),
+        ("transient", "killed", True),
+        ("temporary", "crash", False),
+        ("temporary", "killed", False),
+    ],
+)
 def test_restart_types_follow_otp(restart: str, reason: str, expected: bool) -> None:
     assert should_restart(restart, reason) is expected  # type: ignore[arg-type]
 
@@ -51,10 +60,14 @@ def test_window_forgets_restarts_older_than_the_period() -> None:
     assert w.count(100.0) == 0
 
 
-@given(st.lists(st.floats(min_value=0, max_value=1000, allow_nan=False), max_size=40),
-       st.integers(min_value=0, max_value=5), st.floats(min_value=0.1, max_value=50, allow_nan=False))
+@given(
+    st.lists(st.floats(min_value=0, max_value=1000, allow_nan=False), max_size=40),
+    st.integers(min_value=0, max_value=5),
+    st.floats(min_value=0.1, max_value=50, allow_nan=False),
+)
 def test_window_escalates_exactly_when_more_than_intensity_fall_in_one_period(
-        gaps: list[float], intensity: int, period: float) -> None:
+    gaps: list[float], intensity: int, period: float
+) -> None:
     w, now, stamps = Window(intensity, period), 0.0, []
     for gap in gaps:
         now += gap

@@ -21,10 +21,12 @@ from .helpers import PROBE, child_entry, start_supervisor, unique, wait_exit, wa
 
 
 def test_sigkill_of_a_supervisor_leaves_no_orphans_and_it_comes_back_with_new_children(
-        system: ActorSystemHandle) -> None:
+    system: ActorSystemHandle,
+) -> None:
     names = [unique("orphan") for _ in range(3)]
-    sid, sup = start_supervisor(system, SupervisorSpec(children=tuple(
-        ChildSpec(id=n, actor=PROBE, register_as=n) for n in names)))
+    sid, sup = start_supervisor(
+        system, SupervisorSpec(children=tuple(ChildSpec(id=n, actor=PROBE, register_as=n) for n in names))
+    )
     child_pids = [system.ask(n, GetPid()) for n in names]
     sup_pid = system.ask(sup, GetStatus())["pid"]
     os.kill(sup_pid, signal.SIGKILL)
@@ -73,8 +75,9 @@ def test_strict_mode_pickles_every_message_that_crosses_a_host(make_system) -> N
     for handle, expect_error in ((lax, False), (strict, True)):
         sender = handle.spawn(PROBE, id="strict-sender")
         # a receiver on the same host: nothing but strict mode would pickle this message
-        target = next(ref for i in range(64)
-                      if (ref := handle.spawn(PROBE, id=f"strict-target-{i}")).host_id == sender.host_id)
+        target = next(
+            ref for i in range(64) if (ref := handle.spawn(PROBE, id=f"strict-target-{i}")).host_id == sender.host_id
+        )
         if expect_error:
             with pytest.raises(AdkError) as info:
                 handle.ask(sender, SendUnpicklable(target=target))

@@ -34,9 +34,13 @@ def _listeners(inodes: set[int]) -> list[tuple[str, int]]:
             hex_ip, hex_port = row[1].split(":")
             raw = bytes.fromhex(hex_ip)
             # /proc prints the address as host-order 32-bit words.
-            packed = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-            found.append((str(ipaddress.ip_address(packed)) if family == 4 else
-                          str(ipaddress.IPv6Address(packed)), int(hex_port, 16)))
+            packed = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            found.append(
+                (
+                    str(ipaddress.ip_address(packed)) if family == 4 else str(ipaddress.IPv6Address(packed)),
+                    int(hex_port, 16),
+                )
+            )
     return found
 
 

@@ -52,8 +52,9 @@ def test_a_node_creates_its_data_dir_0700_and_every_file_0600(tmp_path: Path, sh
         node_store = SqlSessionService(f"sqlite:///{data / 'node-sessions.db'}")  # first opened by the host
         handle = adk_actors.start(settings)
         try:
-            spawn_agent("FilesAgent", {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"},
-                        system=handle)
+            spawn_agent(
+                "FilesAgent", {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"}, system=handle
+            )
             for store, sid in ((caller_store, "s1"), (node_store, "s2")):
                 assert Runner("FilesAgent", "files", store, system=handle).run("u", sid, "hello files")
             stop_agent("FilesAgent", system=handle)
@@ -63,17 +64,23 @@ def test_a_node_creates_its_data_dir_0700_and_every_file_0600(tmp_path: Path, sh
             caller_store.close()
             node_store.close()
         assert group_pids(handle.pgid) == []
-    for name in ("sessions.db", "sessions.db-wal", "sessions.db-shm", "node-sessions.db", "node-sessions.db-wal",
-                 "node-sessions.db-shm", f"logs/adk-{port}.log", f"logs/system-{port}.out"):
+    for name in (
+        "sessions.db",
+        "sessions.db-wal",
+        "sessions.db-shm",
+        "node-sessions.db",
+        "node-sessions.db-wal",
+        "node-sessions.db-shm",
+        f"logs/adk-{port}.log",
+        f"logs/system-{port}.out",
+    ):
         assert name in modes, sorted(modes)
     assert _mode(tmp_path / "fresh") == 0o700
-    loose = {name: oct(mode) for name, mode in modes.items()
-             if mode != (0o700 if (data / name).is_dir() else 0o600)}
+    loose = {name: oct(mode) for name, mode in modes.items() if mode != (0o700 if (data / name).is_dir() else 0o600)}
     assert loose == {}
 
 
-def test_private_helpers_leave_an_existing_directory_alone_and_create_0600(tmp_path: Path,
-                                                                            shared_umask: None) -> None:
+def test_private_helpers_leave_an_existing_directory_alone_and_create_0600(tmp_path: Path, shared_umask: None) -> None:
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o755)
     os.chmod(shared, 0o755)

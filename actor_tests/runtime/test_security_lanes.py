@@ -68,9 +68,14 @@ def squat(tmp_path: Path) -> Iterator[object]:
     def run(name: bytes) -> Path:
         body = pickle.dumps((None, _Plant(str(marker))), protocol=pickle.HIGHEST_PROTOCOL)
         frame = len(body).to_bytes(4, "big") + body
-        proc = subprocess.Popen([_SYSTEM_PYTHON, "-I", "-c", _SQUATTER, name.hex(), frame.hex()],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=_as_nobody,
-                                cwd="/")
+        proc = subprocess.Popen(
+            [_SYSTEM_PYTHON, "-I", "-c", _SQUATTER, name.hex(), frame.hex()],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            preexec_fn=_as_nobody,
+            cwd="/",
+        )
         procs.append(proc)
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"

@@ -32,11 +32,17 @@ AGENT = "SecurityAgent"
 def node(tmp_module_dir: Path) -> Iterator[tuple[ActorSystemHandle, Emulator]]:
     """A node at the default log level with a configured key, and an agent on the emulator."""
     with Emulator() as emu:
-        handle = adk_actors.start(Settings(admin_port=reserved_port(), data_dir=str(tmp_module_dir / "data"),
-                                           hosts=1, workers=1, gemini_api_key=Secret(KEY)))
+        handle = adk_actors.start(
+            Settings(
+                admin_port=reserved_port(),
+                data_dir=str(tmp_module_dir / "data"),
+                hosts=1,
+                workers=1,
+                gemini_api_key=Secret(KEY),
+            )
+        )
         try:
-            spawn_agent(AGENT, {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"},
-                        system=handle)
+            spawn_agent(AGENT, {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"}, system=handle)
             yield handle, emu
             stop_agent(AGENT, system=handle)
         finally:
@@ -50,7 +56,8 @@ def _texts(service: Any, sid: str) -> list[str]:
 
 
 def test_a_sql_backed_turn_at_the_default_level_logs_no_statement_and_no_user_text(
-        node: tuple[ActorSystemHandle, Emulator], tmp_path: Path) -> None:
+    node: tuple[ActorSystemHandle, Emulator], tmp_path: Path
+) -> None:
     handle, _emu = node
     assert handle.settings.log_level == "info"
     canary = f"canary-{uuid.uuid4().hex}"
@@ -83,11 +90,11 @@ def _read_when(path: Path, line: str, seconds: float = 10.0) -> str:
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])
 def test_a_configured_key_typed_into_a_message_is_not_persisted(
-        node: tuple[ActorSystemHandle, Emulator], tmp_path: Path, backend: str) -> None:
+    node: tuple[ActorSystemHandle, Emulator], tmp_path: Path, backend: str
+) -> None:
     handle, _emu = node
     db = tmp_path / "scrub.db"
-    service: Any = (ActorSessionService(system=handle) if backend == "memory"
-                    else SqlSessionService(f"sqlite:///{db}"))
+    service: Any = ActorSessionService(system=handle) if backend == "memory" else SqlSessionService(f"sqlite:///{db}")
     sid = unique("s")
     try:
         assert Runner(AGENT, "sec", service, system=handle).run("u", sid, f"my key is {KEY} keep it")
@@ -104,8 +111,14 @@ def test_a_configured_key_typed_into_a_message_is_not_persisted(
 
 def test_scrub_event_text_touches_text_parts_only() -> None:
     register_secret(KEY)
-    data = {"content": {"parts": [{"type": "text", "text": f"a {KEY} b"},
-                                  {"type": "function_call", "name": "f", "args": {"note": "plain"}}]}}
+    data = {
+        "content": {
+            "parts": [
+                {"type": "text", "text": f"a {KEY} b"},
+                {"type": "function_call", "name": "f", "args": {"note": "plain"}},
+            ]
+        }
+    }
     assert scrub_event_text(data)["content"]["parts"][0]["text"] == f"a {REDACTED} b"
     assert scrub_event_text({"content": None}) == {"content": None}
 

@@ -33,8 +33,9 @@ def test_both_ports_have_every_port_member_with_its_signature() -> None:
             assert hasattr(port, name), (type(port).__name__, name)
             declared = vars(Port)[name]
             if inspect.isfunction(declared):
-                assert (list(inspect.signature(declared).parameters)
-                        == list(inspect.signature(getattr(type(port), name)).parameters)), (type(port).__name__, name)
+                assert list(inspect.signature(declared).parameters) == list(
+                    inspect.signature(getattr(type(port), name)).parameters
+                ), (type(port).__name__, name)
 
 
 def test_the_inner_port_has_no_process_resources() -> None:
@@ -68,8 +69,12 @@ def _conforms(value: Any, tp: Any) -> bool:
 
 
 def _typed_requests() -> set[type]:
-    return {obj for module in (messages, host) for obj in vars(module).values()
-            if isinstance(obj, type) and obj is not Request and issubclass(obj, Request)}
+    return {
+        obj
+        for module in (messages, host)
+        for obj in vars(module).values()
+        if isinstance(obj, type) and obj is not Request and issubclass(obj, Request)
+    }
 
 
 def test_typed_requests_get_the_declared_reply_type(system: ActorSystemHandle) -> None:
@@ -77,12 +82,18 @@ def test_typed_requests_get_the_declared_reply_type(system: ActorSystemHandle) -
     tag = unique("typed")
     inner = system.ask(h0, Spawn(spec=InnerSpec(local_id=f"{tag}-one", actor=PROBE)))
     many = system.ask(h0, SpawnMany(specs=(InnerSpec(local_id=f"{tag}-m", actor=PROBE),)))
-    group = system.ask(h0, SpawnGroup(spec=InnerGroupSpec(local_id=f"{tag}-g",
-                                                          members=(InnerSpec(local_id=f"{tag}-g1", actor=PROBE),))))
+    group = system.ask(
+        h0,
+        SpawnGroup(spec=InnerGroupSpec(local_id=f"{tag}-g", members=(InnerSpec(local_id=f"{tag}-g1", actor=PROBE),))),
+    )
     asked: list[tuple[Any, Any]] = [
-        (Spawn, inner), (SpawnMany, many), (SpawnGroup, group),
-        (Ping, system.ask(system.registry, Ping())), (Ping, system.ask(inner, Ping())),
-        (GetStatus, system.ask(h0, GetStatus())), (GetStatus, system.ask(inner, GetStatus())),
+        (Spawn, inner),
+        (SpawnMany, many),
+        (SpawnGroup, group),
+        (Ping, system.ask(system.registry, Ping())),
+        (Ping, system.ask(inner, Ping())),
+        (GetStatus, system.ask(h0, GetStatus())),
+        (GetStatus, system.ask(inner, GetStatus())),
         (GetStatus, system.ask(system.root, GetStatus())),
         (DumpProfile, system.ask(h0, DumpProfile())),
         (Lookup, system.ask(system.registry, Lookup(name=h0))),

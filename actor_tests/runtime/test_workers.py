@@ -100,8 +100,7 @@ def test_a_memory_limit_per_job_class_bounds_the_address_space(make_system) -> N
     assert system.run_job(_allocate, 10, timeout=20) == 10 * 1024 * 1024
 
 
-def test_20_hung_functions_leave_another_hosts_throughput_unchanged_and_every_worker_is_replaced(
-        make_system) -> None:
+def test_20_hung_functions_leave_another_hosts_throughput_unchanged_and_every_worker_is_replaced(make_system) -> None:
     system: ActorSystemHandle = make_system(workers=20)
     probe = system.spawn(PROBE, id="tput-2")
     assert probe.host_id == 0

@@ -42,12 +42,15 @@ def test_validate_returns_private_copy() -> None:
     assert out == args and out is not args
 
 
-@pytest.mark.parametrize(("args", "path", "rule"), [
-    ({}, "$", "required"),
-    ({"city": 3}, "$.city", "type"),
-    ({"city": ""}, "$.city", "minLength"),
-    ([], "$", "type"),
-])
+@pytest.mark.parametrize(
+    ("args", "path", "rule"),
+    [
+        ({}, "$", "required"),
+        ({"city": 3}, "$.city", "type"),
+        ({"city": ""}, "$.city", "minLength"),
+        ([], "$", "type"),
+    ],
+)
 def test_invalid_arguments_report_structure_only(args: Any, path: str, rule: str) -> None:
     with pytest.raises(SchemaError) as info:
         compile_schema(WEATHER).validate(args)
@@ -85,18 +88,21 @@ def test_defaults_are_not_injected() -> None:
     assert compile_schema(schema).validate({}) == {}
 
 
-@pytest.mark.parametrize(("schema", "reason"), [
-    ({"type": "nope"}, "invalid_schema"),
-    ({"properties": 3}, "invalid_schema"),
-    ({"pattern": "("}, "invalid_schema"),
-    ({"minLength": "a"}, "invalid_schema"),
-    ([], "invalid_schema"),
-    ("object", "invalid_schema"),
-    ({"type": "number", "maximum": float("inf")}, "invalid_schema"),
-    ({"$ref": "https://example.com/schema.json"}, "remote_ref"),
-    ({"properties": {"a": {"$ref": "file:///etc/passwd"}}}, "remote_ref"),
-    ({"$id": "https://example.com/root.json", "properties": {"a": {"$ref": "other.json"}}}, "remote_ref"),
-])
+@pytest.mark.parametrize(
+    ("schema", "reason"),
+    [
+        ({"type": "nope"}, "invalid_schema"),
+        ({"properties": 3}, "invalid_schema"),
+        ({"pattern": "("}, "invalid_schema"),
+        ({"minLength": "a"}, "invalid_schema"),
+        ([], "invalid_schema"),
+        ("object", "invalid_schema"),
+        ({"type": "number", "maximum": float("inf")}, "invalid_schema"),
+        ({"$ref": "https://example.com/schema.json"}, "remote_ref"),
+        ({"properties": {"a": {"$ref": "file:///etc/passwd"}}}, "remote_ref"),
+        ({"$id": "https://example.com/root.json", "properties": {"a": {"$ref": "other.json"}}}, "remote_ref"),
+    ],
+)
 def test_invalid_schemas_are_rejected(schema: Any, reason: str) -> None:
     with pytest.raises(SchemaError) as info:
         compile_schema(schema)
@@ -167,21 +173,35 @@ def test_argument_depth_limit_is_inclusive() -> None:
 SECRET_KEY = "sk-SECRET-0123456789abcdef"
 
 
-@pytest.mark.parametrize(("schema", "args", "path"), [
-    ({"type": "object", "additionalProperties": {"type": "integer"}}, {SECRET_KEY: "x"}, "$.<key#0>"),
-    ({"type": "object", "additionalProperties": {"type": "integer"}}, {"a": 1, SECRET_KEY: "x"}, "$.<key#1>"),
-    ({"type": "object", "patternProperties": {"^sk-": {"type": "integer"}}}, {"b": 1, SECRET_KEY: "x"},
-     "$.<key#1>"),
-    ({"type": "object", "properties": {"city": {"type": "object", "additionalProperties": {"type": "string"}}}},
-     {"city": {SECRET_KEY: 3}}, "$.city.<key#0>"),
-    ({"type": "array", "items": {"type": "object", "additionalProperties": {"type": "array",
-                                                                              "items": {"type": "string"}}}},
-     [{}, {"x": [], SECRET_KEY: ["a", 1]}], "$[1].<key#1>[1]"),
-    ({"type": "object", "propertyNames": {"maxLength": 3}}, {SECRET_KEY: 1}, "$"),
-    ({"type": "object"}, {"ok": 1, SECRET_KEY: float("nan")}, "$.<key#1>"),
-    ({"type": "object"}, {"ok": 1, SECRET_KEY: {"x": "\ud800"}}, "$.<key#1>.<key#0>"),
-    ({"type": "object"}, {"ok": 1, SECRET_KEY + "\x00": 1}, "$.<key#1>"),
-])
+@pytest.mark.parametrize(
+    ("schema", "args", "path"),
+    [
+        ({"type": "object", "additionalProperties": {"type": "integer"}}, {SECRET_KEY: "x"}, "$.<key#0>"),
+        ({"type": "object", "additionalProperties": {"type": "integer"}}, {"a": 1, SECRET_KEY: "x"}, "$.<key#1>"),
+        (
+            {"type": "object", "patternProperties": {"^sk-": {"type": "integer"}}},
+            {"b": 1, SECRET_KEY: "x"},
+            "$.<key#1>",
+        ),
+        (
+            {"type": "object", "properties": {"city": {"type": "object", "additionalProperties": {"type": "string"}}}},
+            {"city": {SECRET_KEY: 3}},
+            "$.city.<key#0>",
+        ),
+        (
+            {
+                "type": "array",
+                "items": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+            },
+            [{}, {"x": [], SECRET_KEY: ["a", 1]}],
+            "$[1].<key#1>[1]",
+        ),
+        ({"type": "object", "propertyNames": {"maxLength": 3}}, {SECRET_KEY: 1}, "$"),
+        ({"type": "object"}, {"ok": 1, SECRET_KEY: float("nan")}, "$.<key#1>"),
+        ({"type": "object"}, {"ok": 1, SECRET_KEY: {"x": "\ud800"}}, "$.<key#1>.<key#0>"),
+        ({"type": "object"}, {"ok": 1, SECRET_KEY + "\x00": 1}, "$.<key#1>"),
+    ],
+)
 def test_error_paths_never_echo_caller_supplied_keys(schema: Any, args: Any, path: str) -> None:
     with pytest.raises(SchemaError) as info:
         compile_schema(schema).validate(args)
@@ -192,8 +212,12 @@ def test_error_paths_never_echo_caller_supplied_keys(schema: Any, args: Any, pat
 
 
 def test_declared_property_names_stay_readable_in_paths() -> None:
-    schema = {"type": "object", "properties": {"items": {"type": "array", "items": {
-        "type": "object", "properties": {"qty": {"type": "integer"}}}}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "items": {"type": "array", "items": {"type": "object", "properties": {"qty": {"type": "integer"}}}}
+        },
+    }
     with pytest.raises(SchemaError) as info:
         compile_schema(schema).validate({"items": [{"qty": 1}, {"qty": "two"}]})
     assert info.value.details["path"] == "$.items[1].qty"
@@ -204,8 +228,11 @@ def test_lone_surrogates_in_schemas_and_descriptions_are_schema_errors(bad: str)
     with pytest.raises(SchemaError) as info:
         gemini_function_declaration("f", bad, WEATHER)
     assert info.value.reason == "invalid_description"
-    for schema in ({"type": "object", "description": bad}, {"type": "object", "properties": {bad: {}}},
-                   {"enum": [bad]}):
+    for schema in (
+        {"type": "object", "description": bad},
+        {"type": "object", "properties": {bad: {}}},
+        {"enum": [bad]},
+    ):
         with pytest.raises(SchemaError) as info:
             compile_schema(schema)
         assert info.value.reason == "invalid_schema"
@@ -227,39 +254,84 @@ OBJ = "object"
 PROJECTION_TABLE: list[tuple[str, Any, str]] = [
     ("simple object", WEATHER, "parameters"),
     ("empty object", {"type": OBJ}, "parameters"),
-    ("nested arrays and objects", {"type": OBJ, "properties": {"tags": {"type": "array", "items": {
-        "type": "object", "properties": {"k": {"type": "string", "enum": ["a", "b"]}}}, "minItems": 1}}},
-     "parameters"),
-    ("numbers with bounds", {"type": OBJ, "properties": {"n": {"type": "number", "minimum": 0, "maximum": 1.5},
-                                                         "i": {"type": "integer", "format": "int32"}}},
-     "parameters"),
-    ("anyOf of accepted", {"type": OBJ, "properties": {"v": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}},
-     "parameters"),
-    ("metadata keywords", {"type": OBJ, "title": "T", "description": "D", "propertyOrdering": ["a"],
-                           "properties": {"a": {"type": "boolean", "default": False, "example": True,
-                                                "nullable": True}}, "minProperties": 0, "maxProperties": 3},
-     "parameters"),
-    ("string bounds", {"type": OBJ, "properties": {"s": {"type": "string", "minLength": 1, "maxLength": 5,
-                                                         "pattern": "^[a-z]+$"}}}, "parameters"),
-    ("oneOf", {"type": OBJ, "properties": {"v": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}},
-     "parametersJsonSchema"),
+    (
+        "nested arrays and objects",
+        {
+            "type": OBJ,
+            "properties": {
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"k": {"type": "string", "enum": ["a", "b"]}}},
+                    "minItems": 1,
+                }
+            },
+        },
+        "parameters",
+    ),
+    (
+        "numbers with bounds",
+        {
+            "type": OBJ,
+            "properties": {
+                "n": {"type": "number", "minimum": 0, "maximum": 1.5},
+                "i": {"type": "integer", "format": "int32"},
+            },
+        },
+        "parameters",
+    ),
+    (
+        "anyOf of accepted",
+        {"type": OBJ, "properties": {"v": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}},
+        "parameters",
+    ),
+    (
+        "metadata keywords",
+        {
+            "type": OBJ,
+            "title": "T",
+            "description": "D",
+            "propertyOrdering": ["a"],
+            "properties": {"a": {"type": "boolean", "default": False, "example": True, "nullable": True}},
+            "minProperties": 0,
+            "maxProperties": 3,
+        },
+        "parameters",
+    ),
+    (
+        "string bounds",
+        {"type": OBJ, "properties": {"s": {"type": "string", "minLength": 1, "maxLength": 5, "pattern": "^[a-z]+$"}}},
+        "parameters",
+    ),
+    (
+        "oneOf",
+        {"type": OBJ, "properties": {"v": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}},
+        "parametersJsonSchema",
+    ),
     ("additionalProperties", {"type": OBJ, "additionalProperties": False}, "parametersJsonSchema"),
     ("type union", {"type": OBJ, "properties": {"v": {"type": ["string", "null"]}}}, "parametersJsonSchema"),
     ("top-level type union", {"type": [OBJ, "null"]}, "parametersJsonSchema"),
     ("boolean subschema", {"type": OBJ, "properties": {"v": True}}, "parametersJsonSchema"),
-    ("boolean items", {"type": OBJ, "properties": {"v": {"type": "array", "items": False}}},
-     "parametersJsonSchema"),
+    ("boolean items", {"type": OBJ, "properties": {"v": {"type": "array", "items": False}}}, "parametersJsonSchema"),
     ("top-level true", True, "parametersJsonSchema"),
     ("top-level false", False, "parametersJsonSchema"),
     ("unknown keyword", {"type": OBJ, "x-custom": 1}, "parametersJsonSchema"),
     ("const", {"type": OBJ, "properties": {"v": {"const": "a"}}}, "parametersJsonSchema"),
-    ("$ref", {"type": OBJ, "$defs": {"a": {"type": "string"}}, "properties": {"v": {"$ref": "#/$defs/a"}}},
-     "parametersJsonSchema"),
+    (
+        "$ref",
+        {"type": OBJ, "$defs": {"a": {"type": "string"}}, "properties": {"v": {"$ref": "#/$defs/a"}}},
+        "parametersJsonSchema",
+    ),
     ("null type", {"type": OBJ, "properties": {"v": {"type": "null"}}}, "parametersJsonSchema"),
-    ("non-string enum", {"type": OBJ, "properties": {"v": {"type": "integer", "enum": [1, 2]}}},
-     "parametersJsonSchema"),
-    ("exclusiveMinimum", {"type": OBJ, "properties": {"v": {"type": "number", "exclusiveMinimum": 0}}},
-     "parametersJsonSchema"),
+    (
+        "non-string enum",
+        {"type": OBJ, "properties": {"v": {"type": "integer", "enum": [1, 2]}}},
+        "parametersJsonSchema",
+    ),
+    (
+        "exclusiveMinimum",
+        {"type": OBJ, "properties": {"v": {"type": "number", "exclusiveMinimum": 0}}},
+        "parametersJsonSchema",
+    ),
     ("top-level not object", {"type": "string"}, "parametersJsonSchema"),
     ("no type at top", {"properties": {"a": {"type": "string"}}}, "parametersJsonSchema"),
     ("patternProperties", {"type": OBJ, "patternProperties": {"^a": {"type": "string"}}}, "parametersJsonSchema"),
@@ -279,13 +351,26 @@ def test_gemini_projection_table(label: str, schema: Any, field: str) -> None:
 
 
 def test_legacy_projection_uppercases_types_recursively() -> None:
-    schema = {"type": "object", "properties": {
-        "tags": {"type": "array", "items": {"type": "string"}},
-        "v": {"anyOf": [{"type": "integer"}, {"type": "boolean"}]}}, "required": ["tags"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "v": {"anyOf": [{"type": "integer"}, {"type": "boolean"}]},
+        },
+        "required": ["tags"],
+    }
     assert gemini_function_declaration("f", "d", schema) == {
-        "name": "f", "description": "d", "parameters": {"type": "OBJECT", "properties": {
-            "tags": {"type": "ARRAY", "items": {"type": "STRING"}},
-            "v": {"anyOf": [{"type": "INTEGER"}, {"type": "BOOLEAN"}]}}, "required": ["tags"]}}
+        "name": "f",
+        "description": "d",
+        "parameters": {
+            "type": "OBJECT",
+            "properties": {
+                "tags": {"type": "ARRAY", "items": {"type": "STRING"}},
+                "v": {"anyOf": [{"type": "INTEGER"}, {"type": "BOOLEAN"}]},
+            },
+            "required": ["tags"],
+        },
+    }
     assert schema["type"] == "object"
 
 
@@ -301,25 +386,88 @@ def test_declaration_without_schema_and_bad_names() -> None:
         gemini_function_declaration("f", "d", {"type": "bogus"})
 
 
-keywords = st.sampled_from(["type", "properties", "items", "required", "enum", "minLength", "maxLength", "pattern",
-                            "minimum", "maximum", "anyOf", "oneOf", "allOf", "not", "additionalProperties",
-                            "$ref", "format", "const", "minItems", "uniqueItems", "if", "then", "else",
-                            "dependencies", "patternProperties", "$defs", "definitions", "x-any", "$id",
-                            "contains", "propertyNames", "multipleOf", "exclusiveMinimum", "default"])
+keywords = st.sampled_from(
+    [
+        "type",
+        "properties",
+        "items",
+        "required",
+        "enum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minimum",
+        "maximum",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "not",
+        "additionalProperties",
+        "$ref",
+        "format",
+        "const",
+        "minItems",
+        "uniqueItems",
+        "if",
+        "then",
+        "else",
+        "dependencies",
+        "patternProperties",
+        "$defs",
+        "definitions",
+        "x-any",
+        "$id",
+        "contains",
+        "propertyNames",
+        "multipleOf",
+        "exclusiveMinimum",
+        "default",
+    ]
+)
 # Lone surrogates and huge integers are drawn explicitly (the default text strategy never yields surrogates).
 odd_text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=4) | st.sampled_from(
-    ["\ud800", "x\udfff", "\x00"])
+    ["\ud800", "x\udfff", "\x00"]
+)
 huge_ints = st.builds(lambda e, sign: sign * 10**e, st.sampled_from([309, 400, 5000]), st.sampled_from([1, -1]))
-scalars = (st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False)
-           | st.sampled_from(["string", "object", "array", "integer", "number", "null", "boolean", "#", "#/a",
-                              "#/$defs/x", "^a+$", "(", "email", "date-time", "x"]) | huge_ints | odd_text)
-schemas = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
-                       | st.dictionaries(keywords | st.text(max_size=4) | odd_text, inner, max_size=4),
-                       max_leaves=16)
-data = st.recursive(st.none() | st.booleans() | st.integers() | huge_ints | st.floats() | st.text(max_size=6)
-                    | odd_text,
-                    lambda inner: st.lists(inner, max_size=3)
-                    | st.dictionaries(st.text(max_size=4) | odd_text, inner, max_size=3), max_leaves=10)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from(
+        [
+            "string",
+            "object",
+            "array",
+            "integer",
+            "number",
+            "null",
+            "boolean",
+            "#",
+            "#/a",
+            "#/$defs/x",
+            "^a+$",
+            "(",
+            "email",
+            "date-time",
+            "x",
+        ]
+    )
+    | huge_ints
+    | odd_text
+)
+schemas = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(keywords | st.text(max_size=4) | odd_text, inner, max_size=4)
+    ),
+    max_leaves=16,
+)
+data = st.recursive(
+    st.none() | st.booleans() | st.integers() | huge_ints | st.floats() | st.text(max_size=6) | odd_text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4) | odd_text, inner, max_size=3),
+    max_leaves=10,
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -61,8 +61,13 @@ def _sweep_stale_schemas(engine: Engine) -> None:
 
 def _drop_schema(engine: Engine, name: str) -> None:
     with engine.begin() as conn:
-        conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                          "WHERE application_name = :n AND pid <> pg_backend_pid()"), {"n": name})
+        conn.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = :n AND pid <> pg_backend_pid()"
+            ),
+            {"n": name},
+        )
         conn.execute(text("SET LOCAL lock_timeout = '10s'"))
         conn.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
 
@@ -131,8 +136,9 @@ def sql_url_factory(tmp_dir: Path) -> Iterator[Any]:
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 def service(request: pytest.FixtureRequest, sql_url_factory: Any) -> Iterator[Any]:
     """A fresh session service of each backend."""
-    svc: Any = InMemorySessionService() if request.param == "memory" else SqlSessionService(
-        sql_url_factory(request.param))
+    svc: Any = (
+        InMemorySessionService() if request.param == "memory" else SqlSessionService(sql_url_factory(request.param))
+    )
     try:
         yield svc
     finally:
@@ -143,4 +149,3 @@ def service(request: pytest.FixtureRequest, sql_url_factory: Any) -> Iterator[An
 def sql_kind(request: pytest.FixtureRequest) -> str:
     """``"sqlite"`` or ``"postgres"``."""
     return str(request.param)
-

@@ -44,8 +44,7 @@ def test_the_in_memory_store_is_one_actor_shared_by_every_process(node: ActorSys
     assert isinstance(service, ActorSessionService)
     session = service.create_session(app_name="app", user_id="u1", state={"user:name": "Ada", "k": 1})
     ref = SessionRef(app_name="app", user_id="u1", session_id=session.id)
-    service.add_event(ref, Event.new(invocation_id="i1", author="user",
-                                     actions=EventActions(state_delta={"k": 2})))
+    service.add_event(ref, Event.new(invocation_id="i1", author="user", actions=EventActions(state_delta={"k": 2})))
     seq = node.run_job(_add_from_worker, "app", "u1", session.id, "from a worker process", timeout=20)
     loaded = service.get_session(ref)
     assert loaded.state["k"] == 2 and loaded.state["user:name"] == "Ada"
@@ -61,8 +60,12 @@ def test_the_in_memory_store_is_one_actor_shared_by_every_process(node: ActorSys
 
 def test_a_sql_backend_that_cannot_initialize_makes_start_fail_clearly(tmp_path: Path) -> None:
     port = reserved_port()
-    bad = Settings(admin_port=port, data_dir=str(tmp_path), session_backend="sql",
-                   session_url="postgresql+psycopg://nobody@127.0.0.1:1/none")
+    bad = Settings(
+        admin_port=port,
+        data_dir=str(tmp_path),
+        session_backend="sql",
+        session_url="postgresql+psycopg://nobody@127.0.0.1:1/none",
+    )
     with pytest.raises(StorageError) as info:
         adk_actors.start(bad)
     assert info.value.reason == "open_failed"

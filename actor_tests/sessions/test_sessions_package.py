@@ -27,8 +27,13 @@ def test_sessions_never_import_thespian_or_upper_layers() -> None:
     for path in PACKAGE.glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             for name in names:
                 assert not name.startswith(forbidden), f"{path.name} imports {name}"
 
@@ -47,9 +52,23 @@ def _run_one_pg_test(ci: str) -> subprocess.CompletedProcess[str]:
     dead = "postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2"
     env = {**os.environ, "CI": ci, "SESSIONS_TEST_PG_URL": dead}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", str(Path(__file__).parent / "test_sessions_service.py"),
-         "-k", "create_then_get and postgres"],
-        env=env, capture_output=True, text=True, timeout=110, check=False, cwd=Path(__file__).parents[2])
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            str(Path(__file__).parent / "test_sessions_service.py"),
+            "-k",
+            "create_then_get and postgres",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+        cwd=Path(__file__).parents[2],
+    )
 
 
 def test_missing_postgresql_skips_locally_and_fails_in_ci() -> None:

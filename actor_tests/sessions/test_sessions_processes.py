@@ -140,8 +140,13 @@ def test_sigkill_mid_write_leaves_postgresql_consistent(pg_schema: Any) -> None:
     engine = create_engine(pg_schema.url.split("?")[0])
     try:
         with engine.begin() as conn:
-            conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                              "WHERE application_name = :n AND pid <> pg_backend_pid()"), {"n": pg_schema.name})
+            conn.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = :n AND pid <> pg_backend_pid()"
+                ),
+                {"n": pg_schema.name},
+            )
     finally:
         engine.dispose()
     reopened = SqlSessionService(pg_schema.url)

@@ -22,8 +22,16 @@ def _ref(sid: str = "query-a", user_id: str = USER) -> SessionRef:
 
 def _seed(service: Any, sid: str = "query-a", n: int = 7) -> list[Any]:
     service.create_session(app_name=APP, user_id=USER, session_id=sid)
-    events = [make_event("user" if i % 2 == 0 else "agent", delta={"step": i}, invocation_id=f"inv-{i // 3}",
-                         timestamp=1000.0 + i, text=None if i == 5 else f"t{i}") for i in range(n)]
+    events = [
+        make_event(
+            "user" if i % 2 == 0 else "agent",
+            delta={"step": i},
+            invocation_id=f"inv-{i // 3}",
+            timestamp=1000.0 + i,
+            text=None if i == 5 else f"t{i}",
+        )
+        for i in range(n)
+    ]
     for e in events:
         service.add_event(_ref(sid), e)
     return events
@@ -72,15 +80,18 @@ def test_event_pages_walk_every_event_once(service: Any) -> None:
     assert desc.session.event_seqs == tuple(range(7, 0, -1))
 
 
-@pytest.mark.parametrize(("flt", "expected_steps"), [
-    (query.EventFilter(authors=("agent",)), [1, 3, 5]),
-    (query.EventFilter(invocation_ids=("inv-1",)), [3, 4, 5]),
-    (query.EventFilter(authors="agent", invocation_ids="inv-0"), [1]),
-    (query.EventFilter(since=1002.0, until=1004.0), [2, 3]),
-    (query.EventFilter(has_content=False), [5]),
-    (query.EventFilter(partial=False, authors=("user",)), [0, 2, 4, 6]),
-    (query.EventFilter(partial=True), []),
-])
+@pytest.mark.parametrize(
+    ("flt", "expected_steps"),
+    [
+        (query.EventFilter(authors=("agent",)), [1, 3, 5]),
+        (query.EventFilter(invocation_ids=("inv-1",)), [3, 4, 5]),
+        (query.EventFilter(authors="agent", invocation_ids="inv-0"), [1]),
+        (query.EventFilter(since=1002.0, until=1004.0), [2, 3]),
+        (query.EventFilter(has_content=False), [5]),
+        (query.EventFilter(partial=False, authors=("user",)), [0, 2, 4, 6]),
+        (query.EventFilter(partial=True), []),
+    ],
+)
 def test_event_filters(service: Any, flt: query.EventFilter, expected_steps: list[int]) -> None:
     _seed(service)
     page = query.get(service, _ref(), event_limit=2, cursor_secret=SECRET, event_filter=flt)
@@ -98,10 +109,8 @@ def test_session_list_pages_newest_first(service: Any) -> None:
         service.create_session(app_name=APP, user_id=USER, session_id=f"s{i}")
         service.add_event(_ref(f"s{i}"), make_event())
     first = query.list(service, app_name=APP, user_id=USER, limit=2, cursor_secret=SECRET)
-    second = query.list(service, app_name=APP, user_id=USER, limit=2, cursor=first.next_cursor,
-                        cursor_secret=SECRET)
-    third = query.list(service, app_name=APP, user_id=USER, limit=2, cursor=second.next_cursor,
-                       cursor_secret=SECRET)
+    second = query.list(service, app_name=APP, user_id=USER, limit=2, cursor=first.next_cursor, cursor_secret=SECRET)
+    third = query.list(service, app_name=APP, user_id=USER, limit=2, cursor=second.next_cursor, cursor_secret=SECRET)
     ids = [s.id for p in (first, second, third) for s in p.sessions]
     assert sorted(ids) == [f"s{i}" for i in range(5)] and third.next_cursor is None
     assert ids == [s.id for s in service.list_sessions(app_name=APP, user_id=USER)]
@@ -115,13 +124,16 @@ def _tamper(cursor: str) -> str:
     return forged.rstrip(b"=").decode() + "." + mac
 
 
-@pytest.mark.parametrize("forge", [
-    _tamper,
-    lambda c: c[:-2] + ("AA" if not c.endswith("AA") else "BB"),
-    lambda c: "not-a-cursor",
-    lambda c: c.replace(".", ""),
-    lambda c: "!!!." + c.split(".")[1],
-])
+@pytest.mark.parametrize(
+    "forge",
+    [
+        _tamper,
+        lambda c: c[:-2] + ("AA" if not c.endswith("AA") else "BB"),
+        lambda c: "not-a-cursor",
+        lambda c: c.replace(".", ""),
+        lambda c: "!!!." + c.split(".")[1],
+    ],
+)
 def test_forged_cursors_are_invalid(service: Any, forge: Any) -> None:
     _seed(service)
     cursor = query.get(service, _ref(), event_limit=2, cursor_secret=SECRET).next_cursor
@@ -143,16 +155,26 @@ def test_cross_scope_and_rebound_cursors_are_invalid(service: Any) -> None:
     _seed(service, "query-b")
     cursor = query.get(service, _ref("query-a"), event_limit=2, cursor_secret=SECRET).next_cursor
     attempts = {
-        "other session": lambda: query.get(service, _ref("query-b"), event_limit=2, cursor=cursor,
-                                           cursor_secret=SECRET),
-        "other page size": lambda: query.get(service, _ref("query-a"), event_limit=3, cursor=cursor,
-                                             cursor_secret=SECRET),
-        "other order": lambda: query.get(service, _ref("query-a"), event_limit=2, cursor=cursor, order="desc",
-                                         cursor_secret=SECRET),
-        "other filter": lambda: query.get(service, _ref("query-a"), event_limit=2, cursor=cursor,
-                                          cursor_secret=SECRET, event_filter=query.EventFilter(authors=("user",))),
-        "list with an event cursor": lambda: query.list(service, app_name=APP, user_id=USER, limit=2,
-                                                        cursor=cursor, cursor_secret=SECRET),
+        "other session": lambda: query.get(
+            service, _ref("query-b"), event_limit=2, cursor=cursor, cursor_secret=SECRET
+        ),
+        "other page size": lambda: query.get(
+            service, _ref("query-a"), event_limit=3, cursor=cursor, cursor_secret=SECRET
+        ),
+        "other order": lambda: query.get(
+            service, _ref("query-a"), event_limit=2, cursor=cursor, order="desc", cursor_secret=SECRET
+        ),
+        "other filter": lambda: query.get(
+            service,
+            _ref("query-a"),
+            event_limit=2,
+            cursor=cursor,
+            cursor_secret=SECRET,
+            event_filter=query.EventFilter(authors=("user",)),
+        ),
+        "list with an event cursor": lambda: query.list(
+            service, app_name=APP, user_id=USER, limit=2, cursor=cursor, cursor_secret=SECRET
+        ),
     }
     for name, attempt in attempts.items():
         with pytest.raises(SessionError) as info:

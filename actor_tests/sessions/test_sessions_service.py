@@ -68,8 +68,9 @@ def test_create_without_id_generates_a_unique_id(service: Any) -> None:
 def test_create_is_idempotent_and_never_overwrites(service: Any) -> None:
     service.create_session(app_name=APP, user_id=USER, session_id="s1", state={"x": 1})
     service.add_event(_ref(), make_event(delta={"y": 2}))
-    again = service.create_session(app_name=APP, user_id=USER, session_id="s1", state={"x": 99, "user:z": 1},
-                                   events=[make_event()])
+    again = service.create_session(
+        app_name=APP, user_id=USER, session_id="s1", state={"x": 99, "user:z": 1}, events=[make_event()]
+    )
     assert again.state == {"x": 1, "y": 2}
     assert len(again.events) == 1
     with pytest.raises(SessionError) as info:
@@ -86,8 +87,7 @@ def test_concurrent_creators_all_get_the_one_session(service: Any) -> None:
         try:
             if not _meet(barrier):
                 return
-            results.append(service.create_session(app_name=APP, user_id=USER, session_id="race",
-                                                  state={"creator": i}))
+            results.append(service.create_session(app_name=APP, user_id=USER, session_id="race", state={"creator": i}))
         except BaseException as exc:
             errors.append(exc)
 
@@ -132,11 +132,12 @@ def test_delete_is_idempotent_and_removes_events(service: Any) -> None:
 
 def test_state_scopes_follow_the_reference_lifetimes(service: Any) -> None:
     service.create_session(app_name=APP, user_id=USER, session_id="state-session-1")
-    service.update_state(_ref("state-session-1"), {"theme": "local", "user:preferences": "dark",
-                                                   "app:release": "0.3.0", "temp:lookup": "in-flight"})
+    service.update_state(
+        _ref("state-session-1"),
+        {"theme": "local", "user:preferences": "dark", "app:release": "0.3.0", "temp:lookup": "in-flight"},
+    )
     stored = service.get_session(_ref("state-session-1")).state
-    assert stored == {"theme": "local", "user:preferences": "dark", "app:release": "0.3.0",
-                      "temp:lookup": "in-flight"}
+    assert stored == {"theme": "local", "user:preferences": "dark", "app:release": "0.3.0", "temp:lookup": "in-flight"}
     future = service.create_session(app_name=APP, user_id=USER, session_id="state-session-2").state
     assert future == {"user:preferences": "dark", "app:release": "0.3.0"}
     other_user = service.create_session(app_name=APP, user_id="user-2", session_id="s").state
@@ -153,12 +154,19 @@ def test_shared_state_reaches_existing_sessions(service: Any) -> None:
     service.add_event(_ref("a"), make_event(delta={"user:lang": "fr", "app:mode": "beta", "local": 1}))
     assert service.get_session(_ref("b")).state == {"user:lang": "fr", "app:mode": "beta"}
     assert [s.state for s in service.list_sessions(app_name=APP, user_id=USER)] == [
-        {"user:lang": "fr", "app:mode": "beta", "local": 1}, {"user:lang": "fr", "app:mode": "beta"}]
+        {"user:lang": "fr", "app:mode": "beta", "local": 1},
+        {"user:lang": "fr", "app:mode": "beta"},
+    ]
 
 
 def test_initial_state_and_events_apply_only_on_creation(service: Any) -> None:
-    s = service.create_session(app_name=APP, user_id=USER, session_id="s1", state={"a": 1, "user:u": 1},
-                               events=[make_event(delta={"b": 2}), make_event(delta={"a": 3}, partial=True)])
+    s = service.create_session(
+        app_name=APP,
+        user_id=USER,
+        session_id="s1",
+        state={"a": 1, "user:u": 1},
+        events=[make_event(delta={"b": 2}), make_event(delta={"a": 3}, partial=True)],
+    )
     assert s.state == {"a": 1, "b": 2, "user:u": 1}
     assert s.event_seqs == (1, 2) and s.last_seq == 2
 
@@ -203,8 +211,9 @@ def test_temp_state_is_in_flight_only(service: Any) -> None:
 
 def test_add_event_if_state_appends_only_on_a_match(service: Any) -> None:
     service.create_session(app_name=APP, user_id=USER, session_id="s1", state={"op": "running", "user:n": 1})
-    ok = service.add_event_if_state(_ref(), make_event(delta={"op": "done"}), {"op": "running", "user:n": 1,
-                                                                                "absent": ABSENT})
+    ok = service.add_event_if_state(
+        _ref(), make_event(delta={"op": "done"}), {"op": "running", "user:n": 1, "absent": ABSENT}
+    )
     assert ok.seq == 1 and ok.state["op"] == "done"
     with pytest.raises(ConcurrencyConflict) as info:
         service.add_event_if_state(_ref(), make_event(delta={"op": "again"}), {"op": "running"})
@@ -325,8 +334,9 @@ def test_names_with_lone_surrogates_or_control_characters_are_rejected(service: 
     assert service.list_sessions(app_name=APP) == []
 
 
-@pytest.mark.parametrize("bad", [float("nan"), math.inf, "nul\x00char", {"k\x00": 1}, "lone\ud800", "x\udfff",
-                                 {"k\udc00": 1}, ["\ud83d"]])
+@pytest.mark.parametrize(
+    "bad", [float("nan"), math.inf, "nul\x00char", {"k\x00": 1}, "lone\ud800", "x\udfff", {"k\udc00": 1}, ["\ud83d"]]
+)
 def test_nul_and_nan_are_rejected_identically_and_nothing_is_written(service: Any, bad: Any) -> None:
     service.create_session(app_name=APP, user_id=USER, session_id="s1")
     with pytest.raises(ValidationError) as info:
@@ -393,8 +403,9 @@ def test_expectations_on_user_state_are_atomic_across_sessions(service: Any) -> 
         if not _meet(barrier):
             return
         try:
-            service.add_event_if_state(_ref(f"s{i}"), make_event(delta={"user:token": f"taken-{i}"}),
-                                       {"user:token": "free"})
+            service.add_event_if_state(
+                _ref(f"s{i}"), make_event(delta={"user:token": f"taken-{i}"}), {"user:token": "free"}
+            )
             wins.append(i)
         except ConcurrencyConflict:
             pass

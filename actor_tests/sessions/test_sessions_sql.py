@@ -49,8 +49,14 @@ def test_schema_is_created_and_its_version_recorded(sql_service: SqlSessionServi
     try:
         insp = inspect(engine)
         tables = set(insp.get_table_names())
-        assert {"adk_sessions", "adk_session_events", "adk_user_state", "adk_app_state", "adk_conversations",
-                "adk_session_schema"} <= tables
+        assert {
+            "adk_sessions",
+            "adk_session_events",
+            "adk_user_state",
+            "adk_app_state",
+            "adk_conversations",
+            "adk_session_schema",
+        } <= tables
         index_names = {i["name"] for i in insp.get_indexes("adk_sessions")}
         assert "ix_adk_sessions_newest" in index_names
         pk = insp.get_pk_constraint("adk_session_events")["constrained_columns"]
@@ -106,10 +112,15 @@ def test_stored_json_is_canonical_and_temp_state_is_never_persisted(sql_service:
 
 def test_temp_values_are_redacted_identically_in_every_stored_event_record(sql_url_factory: Any) -> None:
     def records(svc: Any) -> list[dict[str, Any]]:
-        svc.create_session(app_name="app", user_id="u", session_id="s1",
-                           events=[make_event(delta={"temp:c": "secret-create"}, event_id="e0", timestamp=1.0)])
-        result = svc.add_event(REF, make_event(delta={"temp:a": {"secret": "secret-a"}, "x": 1}, event_id="e1",
-                                            timestamp=2.0))
+        svc.create_session(
+            app_name="app",
+            user_id="u",
+            session_id="s1",
+            events=[make_event(delta={"temp:c": "secret-create"}, event_id="e0", timestamp=1.0)],
+        )
+        result = svc.add_event(
+            REF, make_event(delta={"temp:a": {"secret": "secret-a"}, "x": 1}, event_id="e1", timestamp=2.0)
+        )
         assert result.state["temp:a"] == {"secret": "secret-a"}  # the in-flight state keeps the real value
         svc.add_event(REF, make_event(delta={"temp:p": "secret-partial"}, partial=True, event_id="e2", timestamp=3.0))
         svc.add_event_if_state(REF, make_event(delta={"temp:b": "secret-b"}, event_id="e3", timestamp=4.0), {"x": 1})
@@ -133,8 +144,12 @@ def test_temp_values_are_redacted_identically_in_every_stored_event_record(sql_u
             svc.close()
     assert stored[0] == stored[1] == stored[2]
     deltas = [e["actions"]["state_delta"] for e in stored[0]]
-    assert deltas == [{"temp:c": TEMP_VALUE_MARKER}, {"temp:a": TEMP_VALUE_MARKER, "x": 1},
-                      {"temp:p": TEMP_VALUE_MARKER}, {"temp:b": TEMP_VALUE_MARKER}]
+    assert deltas == [
+        {"temp:c": TEMP_VALUE_MARKER},
+        {"temp:a": TEMP_VALUE_MARKER, "x": 1},
+        {"temp:p": TEMP_VALUE_MARKER},
+        {"temp:b": TEMP_VALUE_MARKER},
+    ]
 
 
 def test_pickle_carries_url_and_options_never_an_engine(sql_service: SqlSessionService) -> None:
@@ -180,12 +195,16 @@ def test_unknown_backend_is_a_config_error(tmp_dir: Path) -> None:
         SqlSessionService("not a url")
 
 
-@pytest.mark.parametrize("url_of", [
-    lambda tmp: f"sqlite:///{tmp / 'a-file' / 'sessions.db'}",
-    lambda tmp: "postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2",
-    lambda tmp: "nosuchdialect://host/db",
-    lambda tmp: "sqlite://",
-], ids=["sqlite-parent-is-a-file", "postgres-refused", "unknown-dialect", "in-memory-sqlite"])
+@pytest.mark.parametrize(
+    "url_of",
+    [
+        lambda tmp: f"sqlite:///{tmp / 'a-file' / 'sessions.db'}",
+        lambda tmp: "postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2",
+        lambda tmp: "nosuchdialect://host/db",
+        lambda tmp: "sqlite://",
+    ],
+    ids=["sqlite-parent-is-a-file", "postgres-refused", "unknown-dialect", "in-memory-sqlite"],
+)
 def test_a_configured_backend_that_cannot_open_fails_loudly(tmp_dir: Path, url_of: Any) -> None:
     (tmp_dir / "a-file").write_text("not a directory")
     url = url_of(tmp_dir)
@@ -208,15 +227,22 @@ def test_password_never_appears_in_errors_or_repr(tmp_dir: Path) -> None:
     assert "hunter2" not in str(info.value) and "hunter2" not in str(info.value.details)
 
 
-@pytest.mark.parametrize("url", [
-    "postgresql+psycopg://drv-user-x7q:hunter2@127.0.0.1:1/drv-db-x7q?connect_timeout=2",
-    "postgresql+psycopg://drv-user-x7q:hunter2@drv-host-x7q.invalid/drv-db-x7q?connect_timeout=2",
-], ids=["refused", "unresolvable-host"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://drv-user-x7q:hunter2@127.0.0.1:1/drv-db-x7q?connect_timeout=2",
+        "postgresql+psycopg://drv-user-x7q:hunter2@drv-host-x7q.invalid/drv-db-x7q?connect_timeout=2",
+    ],
+    ids=["refused", "unresolvable-host"],
+)
 def test_storage_errors_are_structural_and_never_carry_driver_text(url: str) -> None:
     svc = SqlSessionService(url)
     try:
-        for attempt in (svc.open, lambda: svc.get_session(REF),
-                        lambda: svc.create_session(app_name="app", user_id="u", session_id="s1")):
+        for attempt in (
+            svc.open,
+            lambda: svc.get_session(REF),
+            lambda: svc.create_session(app_name="app", user_id="u", session_id="s1"),
+        ):
             with pytest.raises(StorageError) as info:
                 attempt()
             err = info.value
@@ -314,8 +340,9 @@ def test_nul_nan_and_surrogates_fail_identically_on_sqlite_postgresql_and_memory
         check_json_safe(details)
 
 
-def test_an_older_schema_is_migrated_forward_on_open(sql_service: SqlSessionService,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_older_schema_is_migrated_forward_on_open(
+    sql_service: SqlSessionService, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import adk_actors.sessions.sql as sql_module
 
     sql_service.create_session(app_name="app", user_id="u", session_id="s1", state={"a": 1})

@@ -18,11 +18,16 @@ from adk_actors.sessions.state import ABSENT, merge_state, mismatched_keys, scop
 _prefixes = st.sampled_from(["", "user:", "app:", "temp:"])
 _keys = st.builds(lambda p, n: p + n, _prefixes, st.sampled_from(["a", "b", "c", "x:y", "user", "app:z"]))
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.sampled_from([10**400, -(10**400), 2**1024])  # exact JSON integers beyond the float range
     | st.text(alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4).filter(lambda k: "\x00" not in k),
-                                                               inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=4).filter(lambda k: "\x00" not in k), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 _deltas = st.dictionaries(_keys, _json, max_size=6)
@@ -66,9 +71,11 @@ def test_merging_scoped_parts_equals_applying_the_deltas_in_order(deltas: list[d
 
 # NaN, Infinity, NUL, lone surrogates (which the default text strategy never draws) and integers too large to
 # write as text.
-_unsafe = st.sampled_from([float("nan"), float("inf"), "a\x00", "\ud800", "x\udfffy"]) | st.builds(
-    lambda sign: sign * 10**5000, st.sampled_from([1, -1])) | st.text(
-    alphabet=st.characters(blacklist_categories=()), max_size=6).map(lambda t: t + "\udc00")
+_unsafe = (
+    st.sampled_from([float("nan"), float("inf"), "a\x00", "\ud800", "x\udfffy"])
+    | st.builds(lambda sign: sign * 10**5000, st.sampled_from([1, -1]))
+    | st.text(alphabet=st.characters(blacklist_categories=()), max_size=6).map(lambda t: t + "\udc00")
+)
 _unsafe_keys = st.builds(lambda p, bad: p + bad, _prefixes, st.sampled_from(["\x00", "\ud800", "k\udfff"]))
 
 
@@ -112,13 +119,19 @@ def _model_views(ops: list[tuple[int, dict[str, Any], bool, bool]]) -> list[dict
         if not partial:
             for key, value in delta.items():
                 scope = scope_of(key)
-                target = {"session": session[idx], "temp": temp[idx], "user": user.setdefault((a, u), {}),
-                          "app": app.setdefault(a, {})}[scope]
+                target = {
+                    "session": session[idx],
+                    "temp": temp[idx],
+                    "user": user.setdefault((a, u), {}),
+                    "app": app.setdefault(a, {}),
+                }[scope]
                 target[key] = value
         if clear:
             temp[idx] = {}
-    return [merge_state(session=session[i], user=user.get((a, u), {}), app=app.get(a, {}), temp=temp[i])
-            for i, (a, u, _) in enumerate(_SESSIONS)]
+    return [
+        merge_state(session=session[i], user=user.get((a, u), {}), app=app.get(a, {}), temp=temp[i])
+        for i, (a, u, _) in enumerate(_SESSIONS)
+    ]
 
 
 def _run(service: Any, ops: list[tuple[int, dict[str, Any], bool, bool]]) -> list[dict[str, Any]]:

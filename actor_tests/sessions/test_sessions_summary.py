@@ -27,8 +27,12 @@ def test_session_counts_groups_by_app_and_user_and_forgets_deleted_sessions() ->
 def test_summarize_bounds_the_rows_but_counts_every_session() -> None:
     counts = {"a": {"u1": 2, "u2": 1}, "b": {"u1": 4}}
     assert summarize(counts, 10) == {"backend": "memory", "apps": counts, "sessions": 7, "truncated": False}
-    assert summarize(counts, 2) == {"backend": "memory", "apps": {"a": {"u1": 2, "u2": 1}}, "sessions": 7,
-                                    "truncated": True}
+    assert summarize(counts, 2) == {
+        "backend": "memory",
+        "apps": {"a": {"u1": 2, "u2": 1}},
+        "sessions": 7,
+        "truncated": True,
+    }
     many = {"a": {f"u{i}": 1 for i in range(MAX_SUMMARY_ROWS + 1)}}
     assert summarize(many, MAX_SUMMARY_ROWS * 2)["truncated"] is True
     for bad in (-1, False, 1.5):

@@ -33,10 +33,15 @@ def emu() -> Iterator[Emulator]:
         yield emulator
 
 
-def test_a_prompt_emits_start_model_tool_and_stop_events_to_a_subscriber(system: ActorSystemHandle,
-                                                                           emu: Emulator) -> None:
-    agent = spawn_agent("TelemetryAgent", {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"},
-                        [FunctionTool(get_weather)], system=system)
+def test_a_prompt_emits_start_model_tool_and_stop_events_to_a_subscriber(
+    system: ActorSystemHandle, emu: Emulator
+) -> None:
+    agent = spawn_agent(
+        "TelemetryAgent",
+        {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"},
+        [FunctionTool(get_weather)],
+        system=system,
+    )
     try:
         with telemetry.attach("agent.", system=system) as sub:
             answer = prompt(agent, "What is the weather in Tokyo?", timeout=30, system=system)
@@ -57,8 +62,9 @@ def test_a_prompt_emits_start_model_tool_and_stop_events_to_a_subscriber(system:
 
 def test_a_failing_prompt_emits_an_exception_event(system: ActorSystemHandle, emu: Emulator) -> None:
     emu.set_script({"rules": [{"when": {}, "respond": {"fault": {"status": 400}}}]})
-    agent = spawn_agent("TelemetryFailing", {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"},
-                        system=system)
+    agent = spawn_agent(
+        "TelemetryFailing", {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"}, system=system
+    )
     try:
         with telemetry.attach("agent.prompt.", system=system) as sub:
             with pytest.raises(ProviderError) as info:
@@ -71,18 +77,20 @@ def test_a_failing_prompt_emits_an_exception_event(system: ActorSystemHandle, em
 
 
 def test_subscribers_in_another_process_receive_events(system: ActorSystemHandle, emu: Emulator) -> None:
-    code = (f"from adk_actors.runtime.system import attach\n"
-            f"from adk_actors.settings import Settings\n"
-            f"from adk_actors import telemetry\n"
-            f"h = attach({system.port}, Settings(hosts={system.settings.hosts}), make_default=False)\n"
-            f"with telemetry.attach('agent.prompt.stop', system=h) as sub:\n"
-            f"    print('attached', flush=True)\n"
-            f"    e = sub.next(30)\n"
-            f"    print(e.name, e.metadata['agent'], flush=True)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            text=True)
-    agent = spawn_agent("TelemetryRemote", {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"},
-                        system=system)
+    code = (
+        f"from adk_actors.runtime.system import attach\n"
+        f"from adk_actors.settings import Settings\n"
+        f"from adk_actors import telemetry\n"
+        f"h = attach({system.port}, Settings(hosts={system.settings.hosts}), make_default=False)\n"
+        f"with telemetry.attach('agent.prompt.stop', system=h) as sub:\n"
+        f"    print('attached', flush=True)\n"
+        f"    e = sub.next(30)\n"
+        f"    print(e.name, e.metadata['agent'], flush=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    agent = spawn_agent(
+        "TelemetryRemote", {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"}, system=system
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "attached"
         prompt(agent, "hello", timeout=30, system=system)

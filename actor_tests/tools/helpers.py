@@ -78,6 +78,12 @@ def needs_publish_confirmation(args: dict[str, Any], context: ToolContext) -> An
 
 def typed(p: Point, u: Unit, f: Filters, tags: set[str], pair: tuple[int, str], maybe: int | None = None) -> dict:
     """Echo typed values."""
-    return {"p": dataclasses.asdict(p), "u": u.value, "f": dict(f), "tags": sorted(tags), "pair": list(pair),
-            "types": [type(p).__name__, type(u).__name__, type(tags).__name__, type(pair).__name__,
-                      type(p.y).__name__], "maybe": maybe}
+    return {
+        "p": dataclasses.asdict(p),
+        "u": u.value,
+        "f": dict(f),
+        "tags": sorted(tags),
+        "pair": list(pair),
+        "types": [type(p).__name__, type(u).__name__, type(tags).__name__, type(pair).__name__, type(p.y).__name__],
+        "maybe": maybe,
+    }

@@ -27,8 +27,15 @@ from . import helpers
 
 
 def ctx(**state: Any) -> ToolContext:
-    return ToolContext(invocation_id="inv", agent_name="agent", function_call_id="c1", app_name="app",
-                       user_id="u", session_id="s", state=state)
+    return ToolContext(
+        invocation_id="inv",
+        agent_name="agent",
+        function_call_id="c1",
+        app_name="app",
+        user_id="u",
+        session_id="s",
+        state=state,
+    )
 
 
 class Color(enum.Enum):
@@ -64,8 +71,16 @@ ANNOTATIONS: list[tuple[Any, dict[str, Any]]] = [
     (Sequence[int], {"type": "array", "items": {"type": "integer"}}),
     (set[str], {"type": "array", "items": {"type": "string"}, "uniqueItems": True}),
     (tuple[int, ...], {"type": "array", "items": {"type": "integer"}}),
-    (tuple[int, str], {"type": "array", "items": [{"type": "integer"}, {"type": "string"}],
-                       "additionalItems": False, "minItems": 2, "maxItems": 2}),
+    (
+        tuple[int, str],
+        {
+            "type": "array",
+            "items": [{"type": "integer"}, {"type": "string"}],
+            "additionalItems": False,
+            "minItems": 2,
+            "maxItems": 2,
+        },
+    ),
     (dict[str, int], {"type": "object", "additionalProperties": {"type": "integer"}}),
     (dict, {"type": "object"}),
     (Literal["a", "b"], {"type": "string", "enum": ["a", "b"]}),
@@ -77,13 +92,36 @@ ANNOTATIONS: list[tuple[Any, dict[str, Any]]] = [
     (Color, {"type": "string", "enum": ["red", "blue"]}),
     (Level, {"type": "integer", "enum": [1, 2]}),
     (Annotated[str, "The name"], {"type": "string", "description": "The name"}),
-    (Box, {"type": "object", "properties": {"w": {"type": "integer"}, "label": {"type": "string"}},
-           "required": ["w"], "additionalProperties": False}),
-    (Movie, {"type": "object", "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
-             "required": ["title", "year"], "additionalProperties": False}),
-    (list[Box], {"type": "array", "items": {"type": "object", "properties": {"w": {"type": "integer"},
-                                                                             "label": {"type": "string"}},
-                                            "required": ["w"], "additionalProperties": False}}),
+    (
+        Box,
+        {
+            "type": "object",
+            "properties": {"w": {"type": "integer"}, "label": {"type": "string"}},
+            "required": ["w"],
+            "additionalProperties": False,
+        },
+    ),
+    (
+        Movie,
+        {
+            "type": "object",
+            "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
+            "required": ["title", "year"],
+            "additionalProperties": False,
+        },
+    ),
+    (
+        list[Box],
+        {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"w": {"type": "integer"}, "label": {"type": "string"}},
+                "required": ["w"],
+                "additionalProperties": False,
+            },
+        },
+    ),
 ]
 
 
@@ -110,10 +148,14 @@ def test_function_tool_derives_name_description_and_schema() -> None:
     assert tool.name == "get_weather"
     assert tool.description == "Get the weather for a city."
     assert tool.schema() == {
-        "type": "object", "additionalProperties": False, "required": ["city"],
-        "properties": {"city": {"type": "string", "description": "The city name, as the user wrote it."},
-                       "unit": {"type": "string", "enum": ["c", "f"], "description": "Temperature unit.",
-                                "default": "c"}}}
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["city"],
+        "properties": {
+            "city": {"type": "string", "description": "The city name, as the user wrote it."},
+            "unit": {"type": "string", "enum": ["c", "f"], "description": "Temperature unit.", "default": "c"},
+        },
+    }
     assert gemini_parameters(tool.schema())[0] == "parametersJsonSchema"
     assert tool.parallel_safe is False and tool.inline is False and tool.requires_confirmation is False
 
@@ -141,10 +183,18 @@ def test_execute_validates_and_calls() -> None:
 
 def test_typed_arguments_are_coerced_to_declared_types() -> None:
     tool = FunctionTool(helpers.typed)
-    out = tool.execute({"p": {"x": 1, "y": 2}, "u": "f", "f": {"owner": "me"}, "tags": ["b", "a"],
-                        "pair": [1, "x"]}, ctx())
-    assert out == {"p": {"x": 1, "y": 2.0}, "u": "f", "f": {"owner": "me"}, "tags": ["a", "b"], "pair": [1, "x"],
-                   "types": ["Point", "Unit", "set", "tuple", "float"], "maybe": None}
+    out = tool.execute(
+        {"p": {"x": 1, "y": 2}, "u": "f", "f": {"owner": "me"}, "tags": ["b", "a"], "pair": [1, "x"]}, ctx()
+    )
+    assert out == {
+        "p": {"x": 1, "y": 2.0},
+        "u": "f",
+        "f": {"owner": "me"},
+        "tags": ["a", "b"],
+        "pair": [1, "x"],
+        "types": ["Point", "Unit", "set", "tuple", "float"],
+        "maybe": None,
+    }
     with pytest.raises(SchemaError):
         tool.execute({"p": {"x": 1}, "u": "f", "f": {"owner": "me"}, "tags": ["a", "a"], "pair": [1, "x"]}, ctx())
 

@@ -15,8 +15,15 @@ ALLOWED = {
     "content": ("adk_actors.errors", "adk_actors.secrets", "adk_actors.content"),
     "events": ("adk_actors.errors", "adk_actors.secrets", "adk_actors.content", "adk_actors.events"),
     "schema": ("adk_actors.errors", "adk_actors.secrets", "adk_actors.content", "adk_actors.schema"),
-    "tools": ("adk_actors.errors", "adk_actors.secrets", "adk_actors.logs", "adk_actors.content", "adk_actors.events",
-              "adk_actors.schema", "adk_actors.tools"),
+    "tools": (
+        "adk_actors.errors",
+        "adk_actors.secrets",
+        "adk_actors.logs",
+        "adk_actors.content",
+        "adk_actors.events",
+        "adk_actors.schema",
+        "adk_actors.tools",
+    ),
 }
 
 

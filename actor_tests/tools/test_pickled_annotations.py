@@ -14,7 +14,8 @@ from adk_actors.tools import ToolContext
 
 def test_a_tool_from_a_script_with_postponed_annotations_rebuilds_elsewhere(tmp_path: Path) -> None:
     script = tmp_path / "make_tool.py"
-    script.write_text(textwrap.dedent('''
+    script.write_text(
+        textwrap.dedent('''
         from __future__ import annotations
         import sys
         from typing import Any
@@ -27,7 +28,8 @@ def test_a_tool_from_a_script_with_postponed_annotations_rebuilds_elsewhere(tmp_
             return {"city": city, "days": days}
 
         sys.stdout.buffer.write(cloudpickle.dumps(FunctionTool(lookup)))
-    '''))
+    ''')
+    )
     payload = subprocess.run([sys.executable, str(script)], capture_output=True, check=True, timeout=60).stdout
     tool = pickle.loads(payload)  # this process never imported the script: the function came by value
     assert tool.schema()["required"] == ["city"]

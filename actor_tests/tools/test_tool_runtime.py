@@ -85,8 +85,17 @@ def test_tool_context_has_reference_fields_and_no_service_handles() -> None:
     import dataclasses
 
     names = {f.name for f in dataclasses.fields(ToolContext)}
-    assert names == {"invocation_id", "agent_name", "function_call_id", "app_name", "user_id", "session_id",
-                     "state", "actions", "ancestry"}
+    assert names == {
+        "invocation_id",
+        "agent_name",
+        "function_call_id",
+        "app_name",
+        "user_id",
+        "session_id",
+        "state",
+        "actions",
+        "ancestry",
+    }
     context = ToolContext(invocation_id="i", agent_name="A", function_call_id="c")
     assert context.call_id == "c"  # the reference's name beside ours
 
@@ -115,8 +124,10 @@ def test_tool_context_rejects_bad_fields_and_redacts() -> None:
     assert remote.actions.state_delta == {}
 
 
-@pytest.mark.parametrize("value", [ctx(a=1), ReadOnlyState({"a": [1]}), ToolActions(state_delta={"a": 1}),
-                                   Confirmation(required=True, hint="h")])
+@pytest.mark.parametrize(
+    "value",
+    [ctx(a=1), ReadOnlyState({"a": [1]}), ToolActions(state_delta={"a": 1}), Confirmation(required=True, hint="h")],
+)
 def test_tool_values_pickle(value: object) -> None:
     assert pickle.loads(pickle.dumps(value)) == value
 
@@ -139,8 +150,19 @@ def test_static_and_dynamic_confirmation() -> None:
     assert confirmation_for(FunctionTool(helpers.publish, requires_confirmation=True), {}, ctx()).required
 
 
-@pytest.mark.parametrize("answer", [None, "yes", 1, {"hint": "x"}, {"required": "yes"}, {"required": True, "x": 1},
-                                    {"required": True, "hint": "h" * 1025}, {"required": True, "hint": 3}])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        None,
+        "yes",
+        1,
+        {"hint": "x"},
+        {"required": "yes"},
+        {"required": True, "x": 1},
+        {"required": True, "hint": "h" * 1025},
+        {"required": True, "hint": 3},
+    ],
+)
 def test_malformed_confirmation_answers_are_rejected(answer: Any) -> None:
     class Tool(PlainTool):
         def require_confirmation(self, args: dict[str, Any], context: ToolContext) -> Any:
@@ -172,8 +194,12 @@ def test_flags_default_false() -> None:
 
 def test_failed_function_response_is_structural() -> None:
     part = failed_function_response("get_weather", "c1", RuntimeError("secret sk-123"))
-    assert part.to_dict() == {"type": "function_response", "name": "get_weather", "id": "c1",
-                              "response": {"error": {"reason": "tool_exception", "type": "RuntimeError"}}}
+    assert part.to_dict() == {
+        "type": "function_response",
+        "name": "get_weather",
+        "id": "c1",
+        "response": {"error": {"reason": "tool_exception", "type": "RuntimeError"}},
+    }
     adk = failed_function_response("f", None, ToolError("secret sk-123", reason="quota_exhausted"))
     assert adk.response == {"error": {"reason": "quota_exhausted", "type": "ToolError"}}
     weird = failed_function_response("f", None, ToolError("x", reason="Not A Tag!"))
@@ -228,34 +254,47 @@ def test_call_tool_async_and_plain_tools() -> None:
     plain = asyncio.run(call_tool(PlainTool(), call("plain", {"q": "hi"}), ctx()))
     assert plain.response == {"echo": "hi"}
     assert call_tool_sync(FunctionTool(helpers.slow_double), call("slow_double", {"n": 3}), ctx()).response == {
-        "result": 6}
+        "result": 6
+    }
 
 
 # Toolsets and catalogs -----------------------------------------------------------------------------------------
 
 
 def test_catalog_compiles_declarations_and_versions() -> None:
-    catalog = compile_catalog([FunctionTool(helpers.get_weather), PlainTool()],
-                              [Toolset.of("extra", [FunctionTool(helpers.publish)])], sub_agents=["Helper"])
+    catalog = compile_catalog(
+        [FunctionTool(helpers.get_weather), PlainTool()],
+        [Toolset.of("extra", [FunctionTool(helpers.publish)])],
+        sub_agents=["Helper"],
+    )
     assert catalog.names() == ("get_weather", "plain", "publish")
     declarations = catalog.declarations()
-    assert declarations[1] == {"name": "plain", "description": "A plain tool.", "parameters": {
-        "type": "OBJECT", "properties": {"q": {"type": "STRING"}}, "required": ["q"]}}
+    assert declarations[1] == {
+        "name": "plain",
+        "description": "A plain tool.",
+        "parameters": {"type": "OBJECT", "properties": {"q": {"type": "STRING"}}, "required": ["q"]},
+    }
     assert "parametersJsonSchema" in declarations[0]
     assert catalog.get("publish") is not None and catalog.get("publish").source == "toolset:extra"  # type: ignore
-    again = compile_catalog([FunctionTool(helpers.get_weather), PlainTool()],
-                            [Toolset.of("extra", [FunctionTool(helpers.publish)])], sub_agents=["Helper"])
+    again = compile_catalog(
+        [FunctionTool(helpers.get_weather), PlainTool()],
+        [Toolset.of("extra", [FunctionTool(helpers.publish)])],
+        sub_agents=["Helper"],
+    )
     assert again.version == catalog.version and len(catalog.version) == 64
     assert compile_catalog([PlainTool()]).version != catalog.version
 
 
-@pytest.mark.parametrize(("kwargs", "source"), [
-    ({"tools": [PlainTool(), PlainTool()]}, "tool"),
-    ({"tools": [PlainTool()], "toolsets": [Toolset.of("ts", [PlainTool()])]}, "toolset:ts"),
-    ({"toolsets": [Toolset.of("a", [PlainTool()]), Toolset.of("b", [PlainTool()])]}, "toolset:b"),
-    ({"tools": [PlainTool()], "sub_agents": ["plain"]}, "sub_agent"),
-    ({"sub_agents": ["x", "x"]}, "sub_agent"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "source"),
+    [
+        ({"tools": [PlainTool(), PlainTool()]}, "tool"),
+        ({"tools": [PlainTool()], "toolsets": [Toolset.of("ts", [PlainTool()])]}, "toolset:ts"),
+        ({"toolsets": [Toolset.of("a", [PlainTool()]), Toolset.of("b", [PlainTool()])]}, "toolset:b"),
+        ({"tools": [PlainTool()], "sub_agents": ["plain"]}, "sub_agent"),
+        ({"sub_agents": ["x", "x"]}, "sub_agent"),
+    ],
+)
 def test_duplicate_names_are_rejected_across_sources(kwargs: dict[str, Any], source: str) -> None:
     with pytest.raises(ToolError) as info:
         compile_catalog(**kwargs)
@@ -391,8 +430,11 @@ LONE_SURROGATES = ["\ud800", "weather \udfff", "\udc00!"]
 @pytest.mark.parametrize("bad", LONE_SURROGATES)
 def test_lone_surrogates_in_declarations_are_schema_errors(bad: str) -> None:
     described = FunctionTool(helpers.get_weather, description=bad)
-    for attempt in (lambda: compile_catalog([described]), lambda: Toolset.of("ts", [described]),
-                    lambda: tool_declaration(described)):
+    for attempt in (
+        lambda: compile_catalog([described]),
+        lambda: Toolset.of("ts", [described]),
+        lambda: tool_declaration(described),
+    ):
         with pytest.raises(SchemaError) as info:
             attempt()
         assert info.value.reason == "invalid_description" and info.value.details["tool"] == "get_weather"

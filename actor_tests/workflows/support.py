@@ -98,16 +98,19 @@ def ledger_writes_blocked(url: str, invocation_id: str) -> Iterator[None]:
     engine = create_engine(url, poolclass=NullPool)
     try:
         with engine.begin() as pg:
-            locked = pg.execute(text("SELECT invocation_id FROM adk_workflow_invocations WHERE invocation_id = :i "
-                                     "FOR UPDATE"), {"i": invocation_id}).scalar()
+            locked = pg.execute(
+                text("SELECT invocation_id FROM adk_workflow_invocations WHERE invocation_id = :i FOR UPDATE"),
+                {"i": invocation_id},
+            ).scalar()
             assert locked == invocation_id
             yield
     finally:
         engine.dispose()
 
 
-def race_acquire(ledger: SqlInvocationLedger, invocation_ids: list[str], owner: str, barrier: Any,
-                 results: Any) -> None:
+def race_acquire(
+    ledger: SqlInvocationLedger, invocation_ids: list[str], owner: str, barrier: Any, results: Any
+) -> None:
     """For each invocation, meet the other racers at ``barrier`` and try to take it over.
 
     Winners checkpoint once (proving they can write); every outcome goes to ``results`` as
@@ -121,15 +124,19 @@ def race_acquire(ledger: SqlInvocationLedger, invocation_ids: list[str], owner: 
             except AdkError as exc:
                 results.put((invocation_id, owner, exc.reason, None))
                 continue
-            ledger.checkpoint(lease, {"by": owner}, ledger.workflow_invocation_status(invocation_id)
-                              .checkpoint_seq + 1)
+            ledger.checkpoint(lease, {"by": owner}, ledger.workflow_invocation_status(invocation_id).checkpoint_seq + 1)
             results.put((invocation_id, owner, "won", lease))
     finally:
         ledger.close()
 
 
-def hold_and_hang(ledger: SqlInvocationLedger, invocation_id: str, lease_ms: int, effects: str,
-                  ready: multiprocessing.synchronize.Event) -> None:
+def hold_and_hang(
+    ledger: SqlInvocationLedger,
+    invocation_id: str,
+    lease_ms: int,
+    effects: str,
+    ready: multiprocessing.synchronize.Event,
+) -> None:
     """A coordinator that commits two steps, starts a third (a visible side effect) and hangs holding the lease."""
     lease = ledger.start_workflow_invocation(invocation_id, "wf", "1", "sequential", {"n": 3}, "doomed", lease_ms)
     log = Path(effects)
@@ -156,10 +163,12 @@ def start_and_pause(ledger: SqlInvocationLedger, invocation_id: str) -> Lease:
 def resume_and_complete(ledger: SqlInvocationLedger, invocation_id: str, results: Any) -> None:
     """Resume a paused invocation in a new process, checkpoint, complete it and report what it found."""
     try:
-        lease, found = ledger.resume_workflow_invocation(invocation_id, "second", 60_000, workflow_id="approval",
-                                                         version="2", kind="graph")
-        ledger.checkpoint(lease, {"node": "done", "state": {**found.checkpoint["state"], "accepted": True}},
-                          found.checkpoint_seq + 1)
+        lease, found = ledger.resume_workflow_invocation(
+            invocation_id, "second", 60_000, workflow_id="approval", version="2", kind="graph"
+        )
+        ledger.checkpoint(
+            lease, {"node": "done", "state": {**found.checkpoint["state"], "accepted": True}}, found.checkpoint_seq + 1
+        )
         ledger.finish(lease, "completed", {"accepted": True})
         results.put((found.state, found.checkpoint_seq, found.result, lease.token))
     finally:
@@ -182,7 +191,8 @@ def within_detail_bounds(value: Any, depth: int = 0) -> bool:
         if depth > errors.MAX_DETAIL_DEPTH or len(value) > errors.MAX_DETAIL_ITEMS:
             return False
         if isinstance(value, dict):
-            return all(len(k) <= errors.MAX_DETAIL_KEY + 1 and within_detail_bounds(v, depth + 1)
-                       for k, v in value.items())
+            return all(
+                len(k) <= errors.MAX_DETAIL_KEY + 1 and within_detail_bounds(v, depth + 1) for k, v in value.items()
+            )
         return all(within_detail_bounds(v, depth + 1) for v in value)
     return True

@@ -121,6 +121,7 @@ def counted(name: str, lab: Lab, result: Any) -> Any:
 
 # ---- the README examples --------------------------------------------------------------------------------------
 
+
 def add_one(state: dict[str, Any], context: dict[str, Any]) -> Any:
     assert context["input"] is None
     return Output("counted", {"count": state.get("count", 0) + 1})
@@ -131,13 +132,18 @@ def mark_done(state: dict[str, Any], context: dict[str, Any]) -> Any:
     return Output("ready", {"done": True})
 
 
-SEQUENTIAL = {"version": 1, "id": "readme-sequential-v1", "kind": "sequential", "max_steps": 4,
-              "input_schema": {"type": "object", "required": ["count"]}, "output_schema": {"type": "string"},
-              "steps": [{"id": "increment", "run": add_one}, {"id": "finish", "run": mark_done}]}
+SEQUENTIAL = {
+    "version": 1,
+    "id": "readme-sequential-v1",
+    "kind": "sequential",
+    "max_steps": 4,
+    "input_schema": {"type": "object", "required": ["count"]},
+    "output_schema": {"type": "string"},
+    "steps": [{"id": "increment", "run": add_one}, {"id": "finish", "run": mark_done}],
+}
 
 
-def test_readme_sequential_completes_with_output_ready_and_a_completed_checkpoint(
-        system: ActorSystemHandle) -> None:
+def test_readme_sequential_completes_with_output_ready_and_a_completed_checkpoint(system: ActorSystemHandle) -> None:
     outcome = run_workflow(compile_workflow(SEQUENTIAL), {"count": 0}, system=system, timeout=WAIT)
     assert isinstance(outcome, Completed)
     assert outcome.state == {"count": 1, "done": True}
@@ -146,11 +152,19 @@ def test_readme_sequential_completes_with_output_ready_and_a_completed_checkpoin
 
 
 def test_readme_parallel_merges_both_deltas_and_outputs_a_map_by_branch(system: ActorSystemHandle) -> None:
-    compiled = compile_workflow({
-        "version": 1, "id": "readme-parallel-v1", "kind": "parallel", "max_concurrency": 2,
-        "merge": "reject_conflicts",
-        "branches": [{"id": "left", "run": lambda state: Output("left-output", {"left": 1})},
-                     {"id": "right", "run": lambda state: Output("right-output", {"right": 2})}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-parallel-v1",
+            "kind": "parallel",
+            "max_concurrency": 2,
+            "merge": "reject_conflicts",
+            "branches": [
+                {"id": "left", "run": lambda state: Output("left-output", {"left": 1})},
+                {"id": "right", "run": lambda state: Output("right-output", {"right": 2})},
+            ],
+        }
+    )
     outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
     assert isinstance(outcome, Completed)
     assert outcome.state == {"left": 1, "right": 2}
@@ -167,10 +181,22 @@ def test_readme_retry_fails_attempt_one_and_succeeds_on_attempt_two(system: Acto
             return ActionFailed("transient_failure")
         return Output("recovered", {"retried": True})
 
-    compiled = compile_workflow({
-        "version": 1, "id": "readme-workflow-retry-v1", "kind": "sequential", "max_steps": 1,
-        "steps": [{"id": "retryable", "run": retry_action, "timeout": 1000,
-                   "retry": {"max_attempts": 2, "backoff_ms": 10}}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-workflow-retry-v1",
+            "kind": "sequential",
+            "max_steps": 1,
+            "steps": [
+                {
+                    "id": "retryable",
+                    "run": retry_action,
+                    "timeout": 1000,
+                    "retry": {"max_attempts": 2, "backoff_ms": 10},
+                }
+            ],
+        }
+    )
     outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
     assert isinstance(outcome, Completed)
     assert outcome.state == {"retried": True} and outcome.output == "recovered"
@@ -180,7 +206,8 @@ def test_readme_retry_fails_attempt_one_and_succeeds_on_attempt_two(system: Acto
 
 
 def test_retry_backoff_ms_delays_every_next_attempt_by_at_least_the_backoff(
-        system: ActorSystemHandle, lab: Lab) -> None:
+    system: ActorSystemHandle, lab: Lab
+) -> None:
     calls, channel, backoff_ms = lab.counter("flaky"), lab.channel.path, 400
 
     def flaky(state: dict[str, Any], context: dict[str, Any]) -> Any:
@@ -188,9 +215,14 @@ def test_retry_backoff_ms_delays_every_next_attempt_by_at_least_the_backoff(
         post(channel, event="attempt", call=calls.incr(), attempt=context["attempt"], at=time.monotonic())
         return ActionFailed("transient_failure") if context["attempt"] < 3 else Output("recovered", {"ok": True})
 
-    compiled = compile_workflow({
-        "version": 1, "id": "retry-backoff-v1", "kind": "sequential",
-        "steps": [{"id": "flaky", "run": flaky, "retry": {"max_attempts": 3, "backoff_ms": backoff_ms}}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "retry-backoff-v1",
+            "kind": "sequential",
+            "steps": [{"id": "flaky", "run": flaky, "retry": {"max_attempts": 3, "backoff_ms": backoff_ms}}],
+        }
+    )
     outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
     assert isinstance(outcome, Completed) and outcome.output == "recovered"
     attempts = [lab.channel.expect("attempt") for _ in range(3)]
@@ -216,11 +248,18 @@ def flaky_then_gated(name: str, lab: Lab) -> Any:
 
 
 def test_retry_counts_start_again_at_one_when_a_node_cancelled_mid_retry_is_resumed(
-        system: ActorSystemHandle, lab: Lab) -> None:
-    compiled = compile_workflow({
-        "version": 1, "id": "retry-reset-cancel-v1", "kind": "sequential",
-        "steps": [{"id": "flaky", "run": flaky_then_gated("flaky", lab),
-                   "retry": {"max_attempts": 2, "backoff_ms": 10}}]})
+    system: ActorSystemHandle, lab: Lab
+) -> None:
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "retry-reset-cancel-v1",
+            "kind": "sequential",
+            "steps": [
+                {"id": "flaky", "run": flaky_then_gated("flaky", lab), "retry": {"max_attempts": 2, "backoff_ms": 10}}
+            ],
+        }
+    )
     ref = start_workflow(compiled, {}, system=system)
     lab.channel.expect("attempt", call=1, attempt=1)
     lab.channel.expect("attempt", call=2, attempt=2)
@@ -240,19 +279,30 @@ def test_retry_counts_start_again_at_one_when_a_node_cancelled_mid_retry_is_resu
 
 
 def test_retry_counts_start_again_at_one_when_a_fork_pauses_a_sibling_mid_retry_and_is_resumed(
-        system: ActorSystemHandle, lab: Lab) -> None:
-    compiled = compile_workflow({
-        "version": 1, "id": "retry-reset-pause-v1", "kind": "graph", "entry": "fork",
-        "nodes": [{"id": "fork", "type": "fork", "branches": ["flaky", "approve"], "join": "join"},
-                  {"id": "flaky", "run": flaky_then_gated("flaky", lab),
-                   "retry": {"max_attempts": 2, "backoff_ms": 10}},
-                  {"id": "approve", "run": gated("approve", lab, Pause("human_approval", "Approve?"))},
-                  {"id": "join", "type": "join"}],
-        "edges": {"join": "end_node"}})
+    system: ActorSystemHandle, lab: Lab
+) -> None:
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "retry-reset-pause-v1",
+            "kind": "graph",
+            "entry": "fork",
+            "nodes": [
+                {"id": "fork", "type": "fork", "branches": ["flaky", "approve"], "join": "join"},
+                {"id": "flaky", "run": flaky_then_gated("flaky", lab), "retry": {"max_attempts": 2, "backoff_ms": 10}},
+                {"id": "approve", "run": gated("approve", lab, Pause("human_approval", "Approve?"))},
+                {"id": "join", "type": "join"},
+            ],
+            "edges": {"join": "end_node"},
+        }
+    )
     ref = start_workflow(compiled, {}, system=system)
     seen = [lab.channel.next() for _ in range(4)]  # the two branches interleave
     assert [(m["event"], m["attempt"]) for m in seen if m["step"] == "flaky"] == [
-        ("attempt", 1), ("attempt", 2), ("waiting", 2)]
+        ("attempt", 1),
+        ("attempt", 2),
+        ("waiting", 2),
+    ]
     assert [m["event"] for m in seen if m["step"] == "approve"] == ["waiting"]
     lab.gate("approve").open()  # the pause kills "flaky" in its second attempt
     paused = wait_workflow(ref, WAIT, system=system)
@@ -273,15 +323,24 @@ def test_readme_loop_stops_when_until_holds_at_attempt_two(system: ActorSystemHa
         attempt = state.get("attempt", 0) + 1
         return Output(attempt, {"attempt": attempt})
 
-    compiled = compile_workflow({"version": 1, "id": "readme-loop-v1", "kind": "loop", "max_iterations": 3,
-                                 "body": body, "until": lambda state: state["attempt"] >= 2})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-loop-v1",
+            "kind": "loop",
+            "max_iterations": 3,
+            "body": body,
+            "until": lambda state: state["attempt"] >= 2,
+        }
+    )
     outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
     assert isinstance(outcome, Completed)
     assert outcome.state == {"attempt": 2} and outcome.output == 2
 
 
 def test_readme_transfer_hands_off_to_the_specialist_and_consumes_the_transfer_budget(
-        system: ActorSystemHandle) -> None:
+    system: ActorSystemHandle,
+) -> None:
     def triage(state: dict[str, Any], context: dict[str, Any]) -> Any:
         return Transfer("specialist", "handoff", {"triaged": True})
 
@@ -289,9 +348,16 @@ def test_readme_transfer_hands_off_to_the_specialist_and_consumes_the_transfer_b
         assert state["triaged"] is True and context["input"] == "handoff"
         return Stop("resolved", {"resolved": True})
 
-    compiled = compile_workflow({"version": 1, "id": "readme-transfer-v1", "kind": "transfer", "entry": "triage",
-                                 "max_transfers": 1,
-                                 "members": {"triage": {"run": triage}, "specialist": {"run": specialist}}})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-transfer-v1",
+            "kind": "transfer",
+            "entry": "triage",
+            "max_transfers": 1,
+            "members": {"triage": {"run": triage}, "specialist": {"run": specialist}},
+        }
+    )
     ref = start_workflow(compiled, {}, system=system)
     outcome = wait_workflow(ref, WAIT, system=system)
     assert isinstance(outcome, Completed)
@@ -308,10 +374,17 @@ def test_readme_graph_routes_the_counter_back_to_itself_until_three(system: Acto
         count = state.get("count", 0) + 1
         return Output(count, {"count": count})
 
-    compiled = compile_workflow({
-        "version": 1, "id": "readme-graph-v1", "kind": "graph", "entry": "counter", "max_steps": 5,
-        "nodes": [{"id": "counter", "run": counter}],
-        "edges": {"counter": {"route": lambda state, context: "counter" if context["input"] < 3 else "end_node"}}})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-graph-v1",
+            "kind": "graph",
+            "entry": "counter",
+            "max_steps": 5,
+            "nodes": [{"id": "counter", "run": counter}],
+            "edges": {"counter": {"route": lambda state, context: "counter" if context["input"] < 3 else "end_node"}},
+        }
+    )
     outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
     assert isinstance(outcome, Completed)
     assert outcome.state == {"count": 3} and outcome.output == 3
@@ -323,14 +396,29 @@ def test_readme_fork_join_gives_the_join_both_outputs_keyed_by_branch(system: Ac
         assert outputs == {"left": "left-output", "right": "right-output"}
         return Output(outputs, {"joined": True})
 
-    compiled = compile_workflow({
-        "version": 1, "id": "readme-fork-join-v1", "kind": "graph", "entry": "fork", "max_steps": 6,
-        "nodes": [{"id": "fork", "type": "fork", "branches": ["left", "right"], "join": "join",
-                   "merge": "reject_conflicts", "max_concurrency": 2},
-                  {"id": "left", "run": lambda state: Output("left-output", {"left": 1})},
-                  {"id": "right", "run": lambda state: Output("right-output", {"right": 2})},
-                  {"id": "join", "type": "join", "run": join}],
-        "edges": {"left": "join", "right": "join", "join": "end_node"}})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-fork-join-v1",
+            "kind": "graph",
+            "entry": "fork",
+            "max_steps": 6,
+            "nodes": [
+                {
+                    "id": "fork",
+                    "type": "fork",
+                    "branches": ["left", "right"],
+                    "join": "join",
+                    "merge": "reject_conflicts",
+                    "max_concurrency": 2,
+                },
+                {"id": "left", "run": lambda state: Output("left-output", {"left": 1})},
+                {"id": "right", "run": lambda state: Output("right-output", {"right": 2})},
+                {"id": "join", "type": "join", "run": join},
+            ],
+            "edges": {"left": "join", "right": "join", "join": "end_node"},
+        }
+    )
     outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
     assert isinstance(outcome, Completed)
     assert outcome.state == {"left": 1, "right": 2, "joined": True}
@@ -342,12 +430,23 @@ def test_readme_approval_pauses_then_resume_input_routes_to_accepted(system: Act
         assert context["input"]["approved"] is True
         return "accepted"
 
-    compiled = compile_workflow({
-        "version": 1, "id": "readme-graph-approval-v1", "kind": "graph", "entry": "approval", "max_steps": 3,
-        "nodes": [{"id": "approval",
-                   "run": lambda state: Pause("human_approval", "Approve this action", {"approval_requested": True})},
-                  {"id": "accepted", "run": lambda state: Ok({"accepted": True})}],
-        "edges": {"approval": {"route": approved}, "accepted": "end_node"}})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-graph-approval-v1",
+            "kind": "graph",
+            "entry": "approval",
+            "max_steps": 3,
+            "nodes": [
+                {
+                    "id": "approval",
+                    "run": lambda state: Pause("human_approval", "Approve this action", {"approval_requested": True}),
+                },
+                {"id": "accepted", "run": lambda state: Ok({"accepted": True})},
+            ],
+            "edges": {"approval": {"route": approved}, "accepted": "end_node"},
+        }
+    )
     paused = run_workflow(compiled, {}, system=system, timeout=WAIT)
     assert isinstance(paused, Paused)
     assert paused.details == {"reason": "human_approval", "summary": "Approve this action", "node": "approval"}
@@ -361,11 +460,19 @@ def test_readme_approval_pauses_then_resume_input_routes_to_accepted(system: Act
 
 # ---- merges ---------------------------------------------------------------------------------------------------
 
+
 def test_unequal_writes_to_one_key_fail_with_merge_conflict(system: ActorSystemHandle) -> None:
-    compiled = compile_workflow({
-        "version": 1, "id": "conflict-v1", "kind": "parallel",
-        "branches": [{"id": "a", "run": lambda state: Ok({"k": 1, "same": True})},
-                     {"id": "b", "run": lambda state: Ok({"k": 2, "same": True})}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "conflict-v1",
+            "kind": "parallel",
+            "branches": [
+                {"id": "a", "run": lambda state: Ok({"k": 1, "same": True})},
+                {"id": "b", "run": lambda state: Ok({"k": 2, "same": True})},
+            ],
+        }
+    )
     outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
     assert isinstance(outcome, Failed)
     assert outcome.reason == "merge_conflict"
@@ -374,12 +481,21 @@ def test_unequal_writes_to_one_key_fail_with_merge_conflict(system: ActorSystemH
 
 
 def test_ordered_last_wins_follows_declared_order_when_the_first_branch_finishes_last(
-        system: ActorSystemHandle, lab: Lab) -> None:
+    system: ActorSystemHandle, lab: Lab
+) -> None:
     gate = lab.gate("first")
-    compiled = compile_workflow({
-        "version": 1, "id": "ordered-v1", "kind": "parallel", "merge": "ordered_last_wins",
-        "branches": [{"id": "first", "run": gated("first", lab, Output("first-output", {"winner": "first"}))},
-                     {"id": "second", "run": lambda state: Output("second-output", {"winner": "second"})}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "ordered-v1",
+            "kind": "parallel",
+            "merge": "ordered_last_wins",
+            "branches": [
+                {"id": "first", "run": gated("first", lab, Output("first-output", {"winner": "first"}))},
+                {"id": "second", "run": lambda state: Output("second-output", {"winner": "second"})},
+            ],
+        }
+    )
     ref = start_workflow(compiled, {}, system=system)
     lab.channel.expect("waiting", step="first")
     # Wait for the real condition — the second branch committed while the first is still held — by asking for
@@ -397,13 +513,26 @@ def test_ordered_last_wins_follows_declared_order_when_the_first_branch_finishes
 
 # ---- timeouts and the deadline ----------------------------------------------------------------------------------
 
+
 def test_an_action_past_its_timeout_is_killed_retried_and_then_fails_with_job_timeout(
-        system: ActorSystemHandle, lab: Lab) -> None:
+    system: ActorSystemHandle, lab: Lab
+) -> None:
     killed_before = killed_workers(system)
-    compiled = compile_workflow({
-        "version": 1, "id": "timeout-v1", "kind": "sequential",
-        "steps": [{"id": "slow", "run": gated("slow", lab, Ok({"never": True})), "timeout": 1000,
-                   "retry": {"max_attempts": 2, "backoff_ms": 10}}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "timeout-v1",
+            "kind": "sequential",
+            "steps": [
+                {
+                    "id": "slow",
+                    "run": gated("slow", lab, Ok({"never": True})),
+                    "timeout": 1000,
+                    "retry": {"max_attempts": 2, "backoff_ms": 10},
+                }
+            ],
+        }
+    )
     t0 = time.monotonic()
     outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
     assert isinstance(outcome, Failed)
@@ -419,12 +548,20 @@ def test_an_action_past_its_timeout_is_killed_retried_and_then_fails_with_job_ti
 
 
 def test_the_workflow_deadline_fails_promptly_mid_step_and_kills_the_worker(
-        system: ActorSystemHandle, lab: Lab) -> None:
+    system: ActorSystemHandle, lab: Lab
+) -> None:
     killed_before = killed_workers(system)
-    compiled = compile_workflow({
-        "version": 1, "id": "deadline-v1", "kind": "sequential",
-        "steps": [{"id": "quick", "run": lambda state: Output("quick", {"quick": True})},
-                  {"id": "stuck", "run": gated("stuck", lab, Ok({"never": True}))}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "deadline-v1",
+            "kind": "sequential",
+            "steps": [
+                {"id": "quick", "run": lambda state: Output("quick", {"quick": True})},
+                {"id": "stuck", "run": gated("stuck", lab, Ok({"never": True}))},
+            ],
+        }
+    )
     t0 = time.monotonic()
     ref = start_workflow(compiled, {}, system=system, timeout_ms=1500)
     stuck = lab.channel.expect("waiting", step="stuck")
@@ -437,12 +574,17 @@ def test_the_workflow_deadline_fails_promptly_mid_step_and_kills_the_worker(
     assert workflow_status(ref, system=system)["state"] == "failed"
 
 
-def test_an_absolute_deadline_option_ends_the_workflow_before_its_timeout(
-        system: ActorSystemHandle, lab: Lab) -> None:
+def test_an_absolute_deadline_option_ends_the_workflow_before_its_timeout(system: ActorSystemHandle, lab: Lab) -> None:
     killed_before = killed_workers(system)
-    compiled = compile_workflow({
-        "version": 1, "id": "abs-deadline-v1", "kind": "sequential", "timeout": 60_000,
-        "steps": [{"id": "stuck", "run": gated("stuck", lab, Ok({"never": True}))}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "abs-deadline-v1",
+            "kind": "sequential",
+            "timeout": 60_000,
+            "steps": [{"id": "stuck", "run": gated("stuck", lab, Ok({"never": True}))}],
+        }
+    )
     t0 = time.monotonic()
     # The deadline is counted from the caller's clock reading, not from when the coordinator starts.
     outcome = run_workflow(compiled, {}, system=system, deadline=t0 + 1.5, timeout_ms=30_000)
@@ -460,8 +602,14 @@ def test_a_deadline_already_past_fails_the_workflow_before_any_step(system: Acto
     assert lab.counter("never").value == 0
 
 
-@given(st.one_of(st.text(max_size=4), st.booleans(), st.sampled_from([math.nan, math.inf, -math.inf]),
-                 st.lists(st.integers(), max_size=2)))
+@given(
+    st.one_of(
+        st.text(max_size=4),
+        st.booleans(),
+        st.sampled_from([math.nan, math.inf, -math.inf]),
+        st.lists(st.integers(), max_size=2),
+    )
+)
 def test_a_deadline_option_that_is_not_monotonic_seconds_is_invalid(system: ActorSystemHandle, bad: Any) -> None:
     compiled = compile_workflow({**SEQUENTIAL, "steps": [{"id": "never", "run": lambda state: Ok()}]})
     with pytest.raises(WorkflowError) as err:
@@ -471,16 +619,25 @@ def test_a_deadline_option_that_is_not_monotonic_seconds_is_invalid(system: Acto
 
 @pytest.mark.parametrize("kind", ["parallel", "fork"])
 def test_the_deadline_passing_mid_branch_fails_promptly_kills_the_inflight_worker_and_keeps_the_finished_sibling(
-        system: ActorSystemHandle, lab: Lab, kind: str) -> None:
-    branches = [{"id": "quick", "run": lambda state: Output("quick-output", {"quick": True})},
-                {"id": "stuck", "run": gated("stuck", lab, Ok({"never": True}))}]
+    system: ActorSystemHandle, lab: Lab, kind: str
+) -> None:
+    branches = [
+        {"id": "quick", "run": lambda state: Output("quick-output", {"quick": True})},
+        {"id": "stuck", "run": gated("stuck", lab, Ok({"never": True}))},
+    ]
     if kind == "parallel":
         spec: dict[str, Any] = {"kind": "parallel", "branches": branches}
     else:
-        spec = {"kind": "graph", "entry": "fork",
-                "nodes": [{"id": "fork", "type": "fork", "branches": ["quick", "stuck"], "join": "join"},
-                          *branches, {"id": "join", "type": "join"}],
-                "edges": {"join": "end_node"}}
+        spec = {
+            "kind": "graph",
+            "entry": "fork",
+            "nodes": [
+                {"id": "fork", "type": "fork", "branches": ["quick", "stuck"], "join": "join"},
+                *branches,
+                {"id": "join", "type": "join"},
+            ],
+            "edges": {"join": "end_node"},
+        }
     compiled = compile_workflow({"version": 1, "id": f"deadline-{kind}-v1", **spec})
     killed_before = killed_workers(system)
     t0 = time.monotonic()
@@ -502,8 +659,10 @@ def test_the_deadline_passing_mid_branch_fails_promptly_kills_the_inflight_worke
 
 # ---- retention --------------------------------------------------------------------------------------------------
 
+
 def test_a_finished_coordinator_answers_for_retention_ms_then_exits_and_its_ref_is_not_found(
-        system: ActorSystemHandle) -> None:
+    system: ActorSystemHandle,
+) -> None:
     retention_ms = 1000
     t0 = time.monotonic()
     ref = start_workflow(sequential_ok(), {}, system=system, retention_ms=retention_ms)
@@ -523,27 +682,46 @@ def test_a_finished_coordinator_answers_for_retention_ms_then_exits_and_its_ref_
         assert time.monotonic() < t0 + retention_ms / 1000 + WAIT, "the coordinator never exited"
     assert answers >= 1
     assert gone - t0 >= retention_ms / 1000  # it stayed for the whole retention, counted from before its start
-    for ask in (lambda: wait_workflow(ref, WAIT, system=system), lambda: workflow_checkpoint(ref, system=system),
-                lambda: cancel_workflow(ref, system=system)):
+    for ask in (
+        lambda: wait_workflow(ref, WAIT, system=system),
+        lambda: workflow_checkpoint(ref, system=system),
+        lambda: cancel_workflow(ref, system=system),
+    ):
         with pytest.raises(WorkflowError) as gone_err:
             ask()
         assert gone_err.value.reason == "not_found"
 
 
 def sequential_ok() -> Any:
-    return compile_workflow({"version": 1, "id": "retention-v1", "kind": "sequential",
-                             "steps": [{"id": "only", "run": lambda state: Ok({"done": True})}]})
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": "retention-v1",
+            "kind": "sequential",
+            "steps": [{"id": "only", "run": lambda state: Ok({"done": True})}],
+        }
+    )
 
 
 # ---- cancel and resume ----------------------------------------------------------------------------------------
 
+
 def test_cancel_kills_the_blocked_worker_and_resume_reruns_only_the_uncommitted_step(
-        system: ActorSystemHandle, lab: Lab) -> None:
+    system: ActorSystemHandle, lab: Lab
+) -> None:
     gate = lab.gate("wait")
-    compiled = compile_workflow({
-        "version": 1, "id": "readme-resume-v1", "kind": "sequential", "max_steps": 2,
-        "steps": [{"id": "first", "run": counted("first", lab, Ok({"first": True}))},
-                  {"id": "wait", "run": gated("wait", lab, Ok({"released": True}))}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-resume-v1",
+            "kind": "sequential",
+            "max_steps": 2,
+            "steps": [
+                {"id": "first", "run": counted("first", lab, Ok({"first": True}))},
+                {"id": "wait", "run": gated("wait", lab, Ok({"released": True}))},
+            ],
+        }
+    )
     killed_before = killed_workers(system)
     ref = start_workflow(compiled, {}, system=system)
     first_worker = lab.channel.expect("waiting", step="wait", call=1)
@@ -569,20 +747,31 @@ def test_cancel_kills_the_blocked_worker_and_resume_reruns_only_the_uncommitted_
 
 
 def test_a_fork_branch_pausing_cancels_its_in_flight_sibling_which_alone_reruns_after_resume(
-        system: ActorSystemHandle, lab: Lab) -> None:
+    system: ActorSystemHandle, lab: Lab
+) -> None:
     slow_gate, approve_gate = lab.gate("slow"), lab.gate("approve")
 
     def join(state: dict[str, Any], context: dict[str, Any]) -> Any:
         return Output(context["input"], {"joined": True})
 
-    compiled = compile_workflow({
-        "version": 1, "id": "fork-pause-v1", "kind": "graph", "entry": "fork",
-        "nodes": [{"id": "fork", "type": "fork", "branches": ["slow", "approve"], "join": "join"},
-                  {"id": "slow", "run": gated("slow", lab, Output("slow-output", {"slow": True}))},
-                  {"id": "approve",
-                   "run": gated("approve", lab, Pause("human_approval", "Approve?", {"approval_requested": True}))},
-                  {"id": "join", "type": "join", "run": join}],
-        "edges": {"join": "end_node"}})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "fork-pause-v1",
+            "kind": "graph",
+            "entry": "fork",
+            "nodes": [
+                {"id": "fork", "type": "fork", "branches": ["slow", "approve"], "join": "join"},
+                {"id": "slow", "run": gated("slow", lab, Output("slow-output", {"slow": True}))},
+                {
+                    "id": "approve",
+                    "run": gated("approve", lab, Pause("human_approval", "Approve?", {"approval_requested": True})),
+                },
+                {"id": "join", "type": "join", "run": join},
+            ],
+            "edges": {"join": "end_node"},
+        }
+    )
     killed_before = killed_workers(system)
     ref = start_workflow(compiled, {}, system=system)
     waiting = {m["step"]: m for m in (lab.channel.next(), lab.channel.next())}
@@ -610,19 +799,27 @@ def test_a_fork_branch_pausing_cancels_its_in_flight_sibling_which_alone_reruns_
 
 # ---- agent and tool nodes ---------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def emu() -> Iterator[Emulator]:
     with Emulator() as emulator:
-        emulator.set_script({"rules": [{"when": {"user_text_contains": "hello"},
-                                        "respond": {"text": "AGENT({user_text})"}}]})
+        emulator.set_script(
+            {"rules": [{"when": {"user_text_contains": "hello"}, "respond": {"text": "AGENT({user_text})"}}]}
+        )
         yield emulator
 
 
 def agent_graph(workflow_id: str, agent: str, **node: Any) -> Any:
-    return compile_workflow({"version": 1, "id": workflow_id, "kind": "graph", "entry": "ask",
-                             "nodes": [{"id": "ask", "type": "agent",
-                                        "agent": {"name": agent, "prompt": "hello there"}, **node}],
-                             "edges": {"ask": "end_node"}})
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": workflow_id,
+            "kind": "graph",
+            "entry": "ask",
+            "nodes": [{"id": "ask", "type": "agent", "agent": {"name": agent, "prompt": "hello there"}, **node}],
+            "edges": {"ask": "end_node"},
+        }
+    )
 
 
 def test_an_agent_node_completes_with_the_agents_reply(system: ActorSystemHandle, emu: Emulator) -> None:
@@ -638,11 +835,13 @@ def test_an_agent_node_completes_with_the_agents_reply(system: ActorSystemHandle
 
 
 def test_an_agent_name_registered_for_another_agent_fails_closed_with_agent_identity_mismatch(
-        system: ActorSystemHandle, emu: Emulator) -> None:
+    system: ActorSystemHandle, emu: Emulator
+) -> None:
     # The name "Alias_*" is registered for an agent that reports itself as "Real_*" (a registry alias mismatch).
     alias, real = unique("Alias"), unique("Real")
-    ref = system.spawn(AGENT_ACTOR, build_spec(real, config_for(emu)), id=local_id(alias), name=alias,
-                       restart="temporary")
+    ref = system.spawn(
+        AGENT_ACTOR, build_spec(real, config_for(emu)), id=local_id(alias), name=alias, restart="temporary"
+    )
     try:
         outcome = run_workflow(agent_graph("agent-mismatch-v1", alias), {}, system=system, timeout=WAIT)
     finally:
@@ -654,10 +853,12 @@ def test_an_agent_name_registered_for_another_agent_fails_closed_with_agent_iden
 
 
 def test_an_agent_node_naming_no_registered_agent_fails_promptly_instead_of_waiting_for_the_deadline(
-        system: ActorSystemHandle) -> None:
+    system: ActorSystemHandle,
+) -> None:
     t0 = time.monotonic()
-    outcome = run_workflow(agent_graph("agent-missing-v1", unique("Nobody")), {}, system=system,
-                           timeout_ms=3000, timeout=WAIT)
+    outcome = run_workflow(
+        agent_graph("agent-missing-v1", unique("Nobody")), {}, system=system, timeout_ms=3000, timeout=WAIT
+    )
     assert isinstance(outcome, Failed)
     assert outcome.reason in ("name_not_found", "noproc"), outcome  # the runtime's "nothing is registered" tags
     assert outcome.details.get("node") == "ask"
@@ -675,11 +876,22 @@ def add(a: int, b: int) -> dict[str, int]:
 
 
 def test_a_tool_node_outputs_the_function_tools_result(system: ActorSystemHandle) -> None:
-    compiled = compile_workflow({
-        "version": 1, "id": "tool-node-v1", "kind": "graph", "entry": "calc",
-        "nodes": [{"id": "calc", "type": "tool",
-                   "tool": {"tool": FunctionTool(add), "args": lambda state: {"a": state["a"], "b": 2}}}],
-        "edges": {"calc": "end_node"}})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "tool-node-v1",
+            "kind": "graph",
+            "entry": "calc",
+            "nodes": [
+                {
+                    "id": "calc",
+                    "type": "tool",
+                    "tool": {"tool": FunctionTool(add), "args": lambda state: {"a": state["a"], "b": 2}},
+                }
+            ],
+            "edges": {"calc": "end_node"},
+        }
+    )
     outcome = run_workflow(compiled, {"a": 40}, system=system, timeout=WAIT)
     assert isinstance(outcome, Completed)
     assert outcome.output == {"sum": 42}
@@ -700,13 +912,21 @@ def counted_tool(lab: Lab, name: str, result: Any, *, gate: Any = False) -> Func
 
 
 @pytest.mark.parametrize("gate", [True, lambda args, context: {"required": True, "hint": "ask"}])
-def test_a_tool_node_fails_closed_when_the_tool_needs_confirmation(system: ActorSystemHandle, lab: Lab,
-                                                                   gate: Any) -> None:
-    compiled = compile_workflow({
-        "version": 1, "id": "tool-confirm-v1", "kind": "graph", "entry": "wipe",
-        "nodes": [{"id": "wipe", "type": "tool", "tool": {"tool": counted_tool(lab, "wipe", {"wiped": True},
-                                                                               gate=gate)}}],
-        "edges": {"wipe": "end_node"}})
+def test_a_tool_node_fails_closed_when_the_tool_needs_confirmation(
+    system: ActorSystemHandle, lab: Lab, gate: Any
+) -> None:
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "tool-confirm-v1",
+            "kind": "graph",
+            "entry": "wipe",
+            "nodes": [
+                {"id": "wipe", "type": "tool", "tool": {"tool": counted_tool(lab, "wipe", {"wiped": True}, gate=gate)}}
+            ],
+            "edges": {"wipe": "end_node"},
+        }
+    )
     outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
     assert isinstance(outcome, Failed)
     assert outcome.reason == "tool_confirmation_requires_runner"
@@ -714,11 +934,22 @@ def test_a_tool_node_fails_closed_when_the_tool_needs_confirmation(system: Actor
 
 
 def test_a_tool_node_refuses_a_long_running_suspension(system: ActorSystemHandle, lab: Lab) -> None:
-    compiled = compile_workflow({
-        "version": 1, "id": "tool-long-v1", "kind": "graph", "entry": "export",
-        "nodes": [{"id": "export", "type": "tool",
-                   "tool": {"tool": counted_tool(lab, "export", long_running("op-1", "queued"))}}],
-        "edges": {"export": "end_node"}})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "tool-long-v1",
+            "kind": "graph",
+            "entry": "export",
+            "nodes": [
+                {
+                    "id": "export",
+                    "type": "tool",
+                    "tool": {"tool": counted_tool(lab, "export", long_running("op-1", "queued"))},
+                }
+            ],
+            "edges": {"export": "end_node"},
+        }
+    )
     outcome = run_workflow(compiled, {}, system=system, timeout=WAIT)
     assert isinstance(outcome, Failed)
     assert outcome.reason == "long_running_requires_runner"
@@ -727,19 +958,27 @@ def test_a_tool_node_refuses_a_long_running_suspension(system: ActorSystemHandle
 
 # ---- status, checkpoint, input ----------------------------------------------------------------------------------
 
+
 def test_status_counts_tasks_in_flight_while_running_and_reports_completed_after(
-        system: ActorSystemHandle, lab: Lab) -> None:
+    system: ActorSystemHandle, lab: Lab
+) -> None:
     gates = [lab.gate("a"), lab.gate("b")]
-    compiled = compile_workflow({
-        "version": 1, "id": "status-v1", "kind": "parallel",
-        "branches": [{"id": "a", "run": gated("a", lab, Ok({"a": True}))},
-                     {"id": "b", "run": gated("b", lab, Ok({"b": True}))}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "status-v1",
+            "kind": "parallel",
+            "branches": [
+                {"id": "a", "run": gated("a", lab, Ok({"a": True}))},
+                {"id": "b", "run": gated("b", lab, Ok({"b": True}))},
+            ],
+        }
+    )
     ref = start_workflow(compiled, {}, system=system)
     assert {lab.channel.next()["step"], lab.channel.next()["step"]} == {"a", "b"}
     running = workflow_status(ref, system=system)
     assert running["state"] == "running" and running["in_flight"] == 2
-    assert (running["workflow_ref"], running["workflow_id"], running["kind"]) == (ref.ref_id, "status-v1",
-                                                                                  "parallel")
+    assert (running["workflow_ref"], running["workflow_id"], running["kind"]) == (ref.ref_id, "status-v1", "parallel")
     assert running["invocation_id"] is None  # not durable
     assert workflow_checkpoint(ref, system=system)["completed"] is False
     for gate in gates:
@@ -753,7 +992,8 @@ def test_status_counts_tasks_in_flight_while_running_and_reports_completed_after
 
 
 def test_an_input_outside_the_input_schema_raises_invalid_input_before_anything_runs(
-        system: ActorSystemHandle, lab: Lab) -> None:
+    system: ActorSystemHandle, lab: Lab
+) -> None:
     compiled = compile_workflow({**SEQUENTIAL, "steps": [{"id": "never", "run": counted("never", lab, Ok())}]})
     with pytest.raises(WorkflowError) as err:
         start_workflow(compiled, {"no_count": 0}, system=system)

@@ -48,27 +48,26 @@ REPO = Path(__file__).resolve().parents[2]
 T0 = 1_700_000_000_000
 
 
-
 def test_a_paused_invocation_outlives_the_actor_system_and_a_fresh_system_completes_it(
-        make_system: Callable[..., ActorSystemHandle], ledger: SqlInvocationLedger) -> None:
+    make_system: Callable[..., ActorSystemHandle], ledger: SqlInvocationLedger
+) -> None:
     first = make_system()
-    invocation_id, ref = start_workflow_invocation(build_approval(), {}, ledger=ledger, lease_ms=30_000,
-                                                   system=first)
+    invocation_id, ref = start_workflow_invocation(build_approval(), {}, ledger=ledger, lease_ms=30_000, system=first)
     assert ref.invocation_id == invocation_id
     paused = wait_workflow(ref, WAIT, system=first)
     assert isinstance(paused, Paused) and paused.details["reason"] == "human_approval"
     status = workflow_invocation_status(invocation_id, ledger=ledger)
     assert (status["phase"], status["owned"]) == ("paused", False)
-    assert status["workflow_id"] == "readme-graph-approval-v1" and (status["version"], status["kind"]) == ("1",
-                                                                                                        "graph")
+    assert status["workflow_id"] == "readme-graph-approval-v1" and (status["version"], status["kind"]) == ("1", "graph")
     assert status["result"]["state"] == {"approval_requested": True}
 
     first.stop()
     assert group_pids(first.pgid) == []  # nothing of the first system is left
     second = make_system()
     try:
-        ref = resume_workflow_invocation(invocation_id, build_approval(), ledger=ledger,
-                                         resume_input={"approved": True}, system=second)
+        ref = resume_workflow_invocation(
+            invocation_id, build_approval(), ledger=ledger, resume_input={"approved": True}, system=second
+        )
         outcome = wait_workflow(ref, WAIT, system=second)
         assert isinstance(outcome, Completed)
         assert outcome.state == {"approval_requested": True, "accepted": True}
@@ -86,14 +85,29 @@ def test_a_paused_invocation_outlives_the_actor_system_and_a_fresh_system_comple
 
 @pytest.mark.parametrize("sql_kind", ["sqlite"], indirect=True)
 def test_a_new_attached_process_resumes_a_paused_invocation_with_the_rebuilt_workflow(
-        system: ActorSystemHandle, ledger: SqlInvocationLedger, ledger_url: str) -> None:
+    system: ActorSystemHandle, ledger: SqlInvocationLedger, ledger_url: str
+) -> None:
     invocation_id, ref = start_workflow_invocation(build_approval(), {}, ledger=ledger, system=system)
     assert isinstance(wait_workflow(ref, WAIT, system=system), Paused)
 
     done = subprocess.run(
-        [sys.executable, "-m", "actor_tests.workflows.wf_durable_defs", "resume", str(system.port),
-         str(system.settings.hosts), ledger_url, invocation_id],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "actor_tests.workflows.wf_durable_defs",
+            "resume",
+            str(system.port),
+            str(system.settings.hosts),
+            ledger_url,
+            invocation_id,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["pid"] != os.getpid()
@@ -105,11 +119,13 @@ def test_a_new_attached_process_resumes_a_paused_invocation_with_the_rebuilt_wor
 
 
 def test_a_sigkilled_coordinator_is_taken_over_after_its_lease_expires_and_reruns_only_the_inflight_step(
-        fresh_system: ActorSystemHandle, ledger: SqlInvocationLedger, channel: Channel, tmp_path: Path) -> None:
+    fresh_system: ActorSystemHandle, ledger: SqlInvocationLedger, channel: Channel, tmp_path: Path
+) -> None:
     node, lab, lease_ms = fresh_system, str(tmp_path), 3000
     gate = Gate(tmp_path / EFFECT_GATE)  # opened only at the end: the first "effect" call outlives its coordinator
-    invocation_id, ref = start_workflow_invocation(build_guarded(), {"lab": lab}, ledger=ledger,
-                                                   lease_ms=lease_ms, system=node)
+    invocation_id, ref = start_workflow_invocation(
+        build_guarded(), {"lab": lab}, ledger=ledger, lease_ms=lease_ms, system=node
+    )
     channel.expect("waiting", step="effect", call=1)
     found = ledger.workflow_invocation_status(invocation_id)
     assert found.owned and found.state == "running"
@@ -141,14 +157,16 @@ def test_a_sigkilled_coordinator_is_taken_over_after_its_lease_expires_and_rerun
 
 @pytest.mark.parametrize("sql_kind", ["sqlite"], indirect=True)
 def test_a_coordinator_whose_lease_was_taken_over_fails_with_lease_lost_and_writes_nothing(
-        system: ActorSystemHandle, ledger_url: str, channel: Channel, tmp_path: Path) -> None:
+    system: ActorSystemHandle, ledger_url: str, channel: Channel, tmp_path: Path
+) -> None:
     clock = FileClock(tmp_path / "clock", T0)
     ledger = SqlInvocationLedger(ledger_url, clock=clock)  # the coordinator's copy reads the same file
     lab = str(tmp_path)
     gate = Gate(tmp_path / EFFECT_GATE)
     try:
-        invocation_id, ref = start_workflow_invocation(build_guarded(), {"lab": lab}, ledger=ledger,
-                                                       lease_ms=60_000, system=system)
+        invocation_id, ref = start_workflow_invocation(
+            build_guarded(), {"lab": lab}, ledger=ledger, lease_ms=60_000, system=system
+        )
         channel.expect("waiting", step="effect", call=1)
         before = ledger.workflow_invocation_status(invocation_id)
         assert (before.owner, before.lease_token, before.checkpoint_seq) == (f"coordinator:{ref.ref_id}", 1, 2)

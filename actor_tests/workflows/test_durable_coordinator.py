@@ -57,7 +57,6 @@ RUNS = 20
 """Runs per racing workflow: each outcome raced its last checkpoint write in the old coordinator."""
 
 
-
 def recorded(outcome: Outcome) -> tuple[str, Any]:
     """The ledger state and result the coordinator must have recorded for ``outcome``."""
     if isinstance(outcome, Completed):
@@ -91,12 +90,14 @@ RACES: dict[str, tuple[Callable[[], Any], type]] = {
 
 @pytest.mark.parametrize("race", sorted(RACES))
 def test_every_run_of_a_racing_durable_workflow_ends_with_the_ledger_holding_its_outcome_and_no_lease(
-        system: ActorSystemHandle, ledger: SqlInvocationLedger, race: str) -> None:
+    system: ActorSystemHandle, ledger: SqlInvocationLedger, race: str
+) -> None:
     build, expected = RACES[race]
     compiled = build()
     for run in range(RUNS):
-        invocation_id, ref = start_workflow_invocation(compiled, {}, ledger=ledger, lease_ms=30_000,
-                                                       retention_ms=5000, system=system)
+        invocation_id, ref = start_workflow_invocation(
+            compiled, {}, ledger=ledger, lease_ms=30_000, retention_ms=5000, system=system
+        )
         outcome = wait_workflow(ref, WAIT, system=system)
         assert isinstance(outcome, expected), (run, outcome)
         assert_recorded(ledger, invocation_id, outcome)
@@ -104,21 +105,24 @@ def test_every_run_of_a_racing_durable_workflow_ends_with_the_ledger_holding_its
 
 
 def test_a_cancel_while_a_checkpoint_write_is_held_back_is_recorded_after_that_write_lands(
-        system: ActorSystemHandle, ledger: SqlInvocationLedger, ledger_url: str, channel: Channel,
-        tmp_path: Path) -> None:
+    system: ActorSystemHandle, ledger: SqlInvocationLedger, ledger_url: str, channel: Channel, tmp_path: Path
+) -> None:
     lab = str(tmp_path)
     compiled = build_gated("durable-cancel-commit-v1", "first", "second")
     gate = Gate(tmp_path / "first.gate")
-    invocation_id, ref = start_workflow_invocation(compiled, {"lab": lab}, ledger=ledger, lease_ms=60_000,
-                                                   system=system)
+    invocation_id, ref = start_workflow_invocation(
+        compiled, {"lab": lab}, ledger=ledger, lease_ms=60_000, system=system
+    )
     channel.expect("waiting", step="first")
     assert ledger.workflow_invocation_status(invocation_id).checkpoint_seq == 1  # the start, before "first" ran
     with ledger_writes_blocked(ledger_url, invocation_id):
         gate.open()
         # "first" committed in the engine; "second" is held back until that checkpoint landed, which the lock
         # prevents: the write is in flight.
-        wait_for(lambda: True if workflow_status(ref, system=system)["commit_seq"] == 1 else None,
-                 "the engine committed first")
+        wait_for(
+            lambda: True if workflow_status(ref, system=system)["commit_seq"] == 1 else None,
+            "the engine committed first",
+        )
         cancel_workflow(ref, "stop_now", system=system)
         assert workflow_status(ref, system=system)["state"] == "running"  # nothing is announced before the ledger
         assert ledger.workflow_invocation_status(invocation_id).checkpoint_seq == 1
@@ -133,13 +137,16 @@ def test_a_cancel_while_a_checkpoint_write_is_held_back_is_recorded_after_that_w
 
 # ---- the lease while an action runs -------------------------------------------------------------------------------
 
+
 def test_the_lease_is_renewed_while_an_action_outlives_it_so_no_takeover_is_possible(
-        system: ActorSystemHandle, ledger: SqlInvocationLedger, channel: Channel, tmp_path: Path) -> None:
+    system: ActorSystemHandle, ledger: SqlInvocationLedger, channel: Channel, tmp_path: Path
+) -> None:
     lab, lease_ms = str(tmp_path), 1500
     compiled = build_gated("durable-long-action-v1", "long")
     gate = Gate(tmp_path / "long.gate")
-    invocation_id, ref = start_workflow_invocation(compiled, {"lab": lab}, ledger=ledger, lease_ms=lease_ms,
-                                                   system=system)
+    invocation_id, ref = start_workflow_invocation(
+        compiled, {"lab": lab}, ledger=ledger, lease_ms=lease_ms, system=system
+    )
     channel.expect("waiting", step="long")
     first = ledger.workflow_invocation_status(invocation_id)
     assert first.owned and first.lease_until is not None
@@ -164,19 +171,31 @@ def test_the_lease_is_renewed_while_an_action_outlives_it_so_no_takeover_is_poss
 
 # ---- the deadline mid-branch --------------------------------------------------------------------------------------
 
+
 def test_a_durable_fork_past_its_deadline_mid_branch_records_the_failure_with_the_finished_sibling(
-        system: ActorSystemHandle, ledger: SqlInvocationLedger, channel: Channel, tmp_path: Path) -> None:
+    system: ActorSystemHandle, ledger: SqlInvocationLedger, channel: Channel, tmp_path: Path
+) -> None:
     lab = str(tmp_path)
-    compiled = compile_workflow({
-        "version": 1, "id": "durable-fork-deadline-v1", "kind": "graph", "entry": "fork",
-        "nodes": [{"id": "fork", "type": "fork", "branches": ["left", "stuck"], "join": "join"},
-                  {"id": "left", "run": left}, {"id": "stuck", "run": gated_step},
-                  {"id": "join", "type": "join"}],
-        "edges": {"join": "end_node"}})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "durable-fork-deadline-v1",
+            "kind": "graph",
+            "entry": "fork",
+            "nodes": [
+                {"id": "fork", "type": "fork", "branches": ["left", "stuck"], "join": "join"},
+                {"id": "left", "run": left},
+                {"id": "stuck", "run": gated_step},
+                {"id": "join", "type": "join"},
+            ],
+            "edges": {"join": "end_node"},
+        }
+    )
     Gate(tmp_path / "stuck.gate")  # never opened: the deadline kills the worker waiting there
     t0 = time.monotonic()
-    invocation_id, ref = start_workflow_invocation(compiled, {"lab": lab}, ledger=ledger, timeout_ms=2000,
-                                                   system=system)
+    invocation_id, ref = start_workflow_invocation(
+        compiled, {"lab": lab}, ledger=ledger, timeout_ms=2000, system=system
+    )
     channel.expect("waiting", step="stuck")
     outcome = wait_workflow(ref, WAIT, system=system)
     assert time.monotonic() - t0 < 2.0 + 3.0
@@ -187,6 +206,7 @@ def test_a_durable_fork_past_its_deadline_mid_branch_records_the_failure_with_th
 
 
 # ---- failures are bounded values ----------------------------------------------------------------------------------
+
 
 def raise_error(reason: str, details: Any, mutate: bool) -> Callable[[dict[str, Any]], Any]:
     """An action raising a ``WorkflowError``; with ``mutate`` its details are replaced after construction (a
@@ -203,24 +223,35 @@ def raise_error(reason: str, details: Any, mutate: bool) -> Callable[[dict[str, 
 
 huge = st.recursive(
     st.none() | st.integers() | st.text(max_size=10) | st.text(min_size=4100, max_size=4200),
-    lambda inner: st.lists(inner, min_size=0, max_size=70) | st.dictionaries(st.text(max_size=300), inner,
-                                                                               max_size=70),
-    max_leaves=120)
-
-
+    lambda inner: st.lists(inner, min_size=0, max_size=70) | st.dictionaries(st.text(max_size=300), inner, max_size=70),
+    max_leaves=120,
+)
 
 
 @pytest.mark.parametrize("sql_kind", ["sqlite"], indirect=True)
-@settings(max_examples=8, deadline=None, suppress_health_check=[
-    HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(reason=st.text(min_size=1, max_size=3000), details=huge, mutate=st.booleans())
 @example(reason="r" * 3000, details={f"k{i}": ["x" * 5000] * 70 for i in range(100)}, mutate=True)
-@example(reason="deep\x00", details=functools.reduce(lambda inner, _: {"d": [inner]}, range(30), cast(Any, "leaf")),
-         mutate=True)
+@example(
+    reason="deep\x00",
+    details=functools.reduce(lambda inner, _: {"d": [inner]}, range(30), cast(Any, "leaf")),
+    mutate=True,
+)
 def test_a_raised_errors_reason_and_details_reach_the_outcome_and_the_ledger_bounded(
-        system: ActorSystemHandle, ledger: SqlInvocationLedger, reason: str, details: Any, mutate: bool) -> None:
-    compiled = compile_workflow({"version": 1, "id": "durable-bounded-failure-v1", "kind": "sequential",
-                                 "steps": [{"id": "explode", "run": raise_error(reason, details, mutate)}]})
+    system: ActorSystemHandle, ledger: SqlInvocationLedger, reason: str, details: Any, mutate: bool
+) -> None:
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "durable-bounded-failure-v1",
+            "kind": "sequential",
+            "steps": [{"id": "explode", "run": raise_error(reason, details, mutate)}],
+        }
+    )
     invocation_id, ref = start_workflow_invocation(compiled, {}, ledger=ledger, retention_ms=5000, system=system)
     outcome = wait_workflow(ref, WAIT, system=system)
     assert isinstance(outcome, Failed)

@@ -76,8 +76,11 @@ def execute(task: Task, agents: dict[str, Callable[[str], Any]] | None = None) -
     failure: ActionFailed | None = None
     for attempt in range(1, attempts + 1):
         try:
-            return normalize_result(run_callable(task.fn, task.arity, task.kind, _copy(task.state),
-                                                 {**_copy(task.context), "attempt": attempt}))
+            return normalize_result(
+                run_callable(
+                    task.fn, task.arity, task.kind, _copy(task.state), {**_copy(task.context), "attempt": attempt}
+                )
+            )
         except Exception as exc:
             failure = ActionFailed.from_error(exc)
     assert failure is not None
@@ -88,8 +91,13 @@ def _copy(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def drive(engine: Engine, tasks: Iterable[Task] | None = None, *, agents: dict[str, Callable[[str], Any]] | None = None,
-          on_commit: Callable[[Engine], None] | None = None) -> Outcome:
+def drive(
+    engine: Engine,
+    tasks: Iterable[Task] | None = None,
+    *,
+    agents: dict[str, Callable[[str], Any]] | None = None,
+    on_commit: Callable[[Engine], None] | None = None,
+) -> Outcome:
     """Start (unless ``tasks`` are given) and run every task FIFO until the engine reaches an outcome."""
     queue = list(engine.start() if tasks is None else tasks)
     seq = engine.commit_seq
@@ -109,21 +117,37 @@ def run(compiled: CompiledWorkflow, state: dict[str, Any] | None = None, **kwarg
     return drive(Engine(compiled, state or {}, **kwargs), agents=agents)
 
 
-def resume(compiled: CompiledWorkflow, checkpoint: dict[str, Any], resume_input: Any = None, **kwargs: Any
-           ) -> Outcome:
+def resume(compiled: CompiledWorkflow, checkpoint: dict[str, Any], resume_input: Any = None, **kwargs: Any) -> Outcome:
     roundtripped = json.loads(json.dumps(checkpoint))
     return run(compiled, {}, checkpoint=roundtripped, resume_input=resume_input, **kwargs)
 
 
-def graph(nodes: list[dict[str, Any]], edges: dict[str, Any], entry: str | None = None, **options: Any
-          ) -> CompiledWorkflow:
-    return compile_workflow({"version": 1, "id": "g", "kind": "graph", "entry": entry or nodes[0]["id"],
-                             "nodes": nodes, "edges": edges, **options})
+def graph(
+    nodes: list[dict[str, Any]], edges: dict[str, Any], entry: str | None = None, **options: Any
+) -> CompiledWorkflow:
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": "g",
+            "kind": "graph",
+            "entry": entry or nodes[0]["id"],
+            "nodes": nodes,
+            "edges": edges,
+            **options,
+        }
+    )
 
 
 def sequential(*runs: Any, **options: Any) -> CompiledWorkflow:
-    return compile_workflow({"version": 1, "id": "s", "kind": "sequential",
-                             "steps": [{"id": f"s{i}", "run": r} for i, r in enumerate(runs, 1)], **options})
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": "s",
+            "kind": "sequential",
+            "steps": [{"id": f"s{i}", "run": r} for i, r in enumerate(runs, 1)],
+            **options,
+        }
+    )
 
 
 def failed(outcome: Outcome | None, reason: str) -> Failed:
@@ -177,8 +201,12 @@ def mark_done(state: dict[str, Any], context: dict[str, Any]) -> Output:
 
 
 SEQUENTIAL = {
-    "version": 1, "id": "readme-sequential-v1", "kind": "sequential", "max_steps": 4,
-    "input_schema": {"type": "object", "required": ["count"]}, "output_schema": {"type": "string"},
+    "version": 1,
+    "id": "readme-sequential-v1",
+    "kind": "sequential",
+    "max_steps": 4,
+    "input_schema": {"type": "object", "required": ["count"]},
+    "output_schema": {"type": "string"},
     "steps": [{"id": "increment", "run": add_one}, {"id": "finish", "run": mark_done}],
 }
 
@@ -192,11 +220,19 @@ def test_readme_sequential_passes_each_output_to_the_next_step_and_checkpoints_r
 
 
 def test_readme_parallel_outputs_are_keyed_by_branch_id() -> None:
-    compiled = compile_workflow({
-        "version": 1, "id": "readme-parallel-v1", "kind": "parallel", "max_concurrency": 2,
-        "merge": "reject_conflicts",
-        "branches": [{"id": "left", "run": lambda state: Output("left-output", {"left": 1})},
-                     {"id": "right", "run": lambda state: Output("right-output", {"right": 2})}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-parallel-v1",
+            "kind": "parallel",
+            "max_concurrency": 2,
+            "merge": "reject_conflicts",
+            "branches": [
+                {"id": "left", "run": lambda state: Output("left-output", {"left": 1})},
+                {"id": "right", "run": lambda state: Output("right-output", {"right": 2})},
+            ],
+        }
+    )
     outcome = run(compiled)
     assert isinstance(outcome, Completed)
     assert outcome.state == {"left": 1, "right": 2}
@@ -204,10 +240,17 @@ def test_readme_parallel_outputs_are_keyed_by_branch_id() -> None:
 
 
 def test_readme_retry_policy_travels_on_the_task_and_the_attempt_number_reaches_the_action() -> None:
-    compiled = compile_workflow({
-        "version": 1, "id": "readme-workflow-retry-v1", "kind": "sequential", "max_steps": 1,
-        "steps": [{"id": "retryable", "run": flaky, "timeout": 1000,
-                   "retry": {"max_attempts": 2, "backoff_ms": 10}}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-workflow-retry-v1",
+            "kind": "sequential",
+            "max_steps": 1,
+            "steps": [
+                {"id": "retryable", "run": flaky, "timeout": 1000, "retry": {"max_attempts": 2, "backoff_ms": 10}}
+            ],
+        }
+    )
     engine = Engine(compiled, {})
     [task] = engine.start()
     assert task.timeout_ms == 1000
@@ -224,8 +267,16 @@ def test_readme_loop_runs_the_body_until_the_condition_holds() -> None:
         attempt = state.get("attempt", 0) + 1
         return Output(attempt, {"attempt": attempt})
 
-    compiled = compile_workflow({"version": 1, "id": "readme-loop-v1", "kind": "loop", "max_iterations": 3,
-                                 "body": body, "until": lambda state: state["attempt"] >= 2})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-loop-v1",
+            "kind": "loop",
+            "max_iterations": 3,
+            "body": body,
+            "until": lambda state: state["attempt"] >= 2,
+        }
+    )
     outcome = run(compiled)
     assert isinstance(outcome, Completed) and outcome.state == {"attempt": 2}
     assert outcome.checkpoint["output"] == 2
@@ -236,16 +287,26 @@ def test_readme_transfer_hands_ownership_over_and_emits_a_transfer_event() -> No
         assert state["triaged"] is True and context["input"] == "handoff"
         return Stop("resolved", {"resolved": True})
 
-    compiled = compile_workflow({
-        "version": 1, "id": "readme-transfer-v1", "kind": "transfer", "entry": "triage", "max_transfers": 1,
-        "members": {"triage": {"run": lambda state, context: Transfer("specialist", "handoff", {"triaged": True})},
-                    "specialist": {"run": specialist}}})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-transfer-v1",
+            "kind": "transfer",
+            "entry": "triage",
+            "max_transfers": 1,
+            "members": {
+                "triage": {"run": lambda state, context: Transfer("specialist", "handoff", {"triaged": True})},
+                "specialist": {"run": specialist},
+            },
+        }
+    )
     engine = Engine(compiled, {})
     outcome = drive(engine)
     assert isinstance(outcome, Completed) and outcome.state == {"triaged": True, "resolved": True}
     assert outcome.output == "resolved"
-    assert engine.events == [{"type": "transfer_to_agent", "from": "triage", "to": "specialist", "step": 1,
-                              "workflow": "readme-transfer-v1"}]
+    assert engine.events == [
+        {"type": "transfer_to_agent", "from": "triage", "to": "specialist", "step": 1, "workflow": "readme-transfer-v1"}
+    ]
     assert outcome.checkpoint["budgets"]["transfers"] == 0
 
 
@@ -254,10 +315,17 @@ def test_readme_graph_routes_the_counter_until_three() -> None:
         count = state.get("count", 0) + 1
         return Output(count, {"count": count})
 
-    compiled = compile_workflow({
-        "version": 1, "id": "readme-graph-v1", "kind": "graph", "entry": "counter", "max_steps": 5,
-        "nodes": [{"id": "counter", "run": counter}],
-        "edges": {"counter": {"route": lambda state, context: "counter" if context["input"] < 3 else "end_node"}}})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-graph-v1",
+            "kind": "graph",
+            "entry": "counter",
+            "max_steps": 5,
+            "nodes": [{"id": "counter", "run": counter}],
+            "edges": {"counter": {"route": lambda state, context: "counter" if context["input"] < 3 else "end_node"}},
+        }
+    )
     outcome = run(compiled)
     assert isinstance(outcome, Completed) and outcome.state == {"count": 3}
     assert outcome.checkpoint["output"] == 3
@@ -269,16 +337,30 @@ def fork_join(**fork: Any) -> CompiledWorkflow:
         assert outputs == {"left": "left-output", "right": "right-output"}
         return Output(outputs, {"joined": True})
 
-    return compile_workflow({
-        "version": 1, "id": "readme-fork-join-v1", "kind": "graph", "entry": "fork", "max_steps": 6,
-        "nodes": [
-            {"id": "fork", "type": "fork", "branches": ["left", "right"], "join": "join",
-             "merge": "reject_conflicts", "max_concurrency": 2, **fork},
-            {"id": "left", "run": lambda state: Output("left-output", {"left": 1})},
-            {"id": "right", "run": lambda state: Output("right-output", {"right": 2})},
-            {"id": "join", "type": "join", "run": join},
-        ],
-        "edges": {"left": "join", "right": "join", "join": "end_node"}})
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-fork-join-v1",
+            "kind": "graph",
+            "entry": "fork",
+            "max_steps": 6,
+            "nodes": [
+                {
+                    "id": "fork",
+                    "type": "fork",
+                    "branches": ["left", "right"],
+                    "join": "join",
+                    "merge": "reject_conflicts",
+                    "max_concurrency": 2,
+                    **fork,
+                },
+                {"id": "left", "run": lambda state: Output("left-output", {"left": 1})},
+                {"id": "right", "run": lambda state: Output("right-output", {"right": 2})},
+                {"id": "join", "type": "join", "run": join},
+            ],
+            "edges": {"left": "join", "right": "join", "join": "end_node"},
+        }
+    )
 
 
 def test_readme_fork_join_passes_branch_outputs_to_the_join() -> None:
@@ -293,11 +375,20 @@ def approval() -> CompiledWorkflow:
         assert context["input"]["approved"] is True
         return "accepted"
 
-    return compile_workflow({
-        "version": 1, "id": "readme-graph-approval-v1", "kind": "graph", "entry": "approval", "max_steps": 3,
-        "nodes": [{"id": "approval", "run": pause_for_review},
-                  {"id": "accepted", "run": lambda state: Ok({"accepted": True})}],
-        "edges": {"approval": {"route": router}, "accepted": "end_node"}})
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-graph-approval-v1",
+            "kind": "graph",
+            "entry": "approval",
+            "max_steps": 3,
+            "nodes": [
+                {"id": "approval", "run": pause_for_review},
+                {"id": "accepted", "run": lambda state: Ok({"accepted": True})},
+            ],
+            "edges": {"approval": {"route": router}, "accepted": "end_node"},
+        }
+    )
 
 
 def test_readme_approval_pauses_after_committing_and_resume_input_reaches_the_router() -> None:
@@ -314,8 +405,15 @@ def test_readme_approval_pauses_after_committing_and_resume_input_reaches_the_ro
 
 
 def test_readme_cancel_keeps_the_last_commit_and_resume_reruns_only_the_uncommitted_action() -> None:
-    compiled = compile_workflow({"version": 1, "id": "readme-resume-v1", "kind": "sequential", "max_steps": 2,
-                                 "steps": [{"id": "wait", "run": count_a}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-resume-v1",
+            "kind": "sequential",
+            "max_steps": 2,
+            "steps": [{"id": "wait", "run": count_a}],
+        }
+    )
     engine = Engine(compiled, {})
     [task] = engine.start()
     checkpoint = engine.checkpoint()
@@ -398,20 +496,22 @@ def test_an_action_failure_after_retries_fails_the_workflow_with_its_reason() ->
     assert outcome.details == {"exception_type": "ValueError", "node": "s2"}
     assert "secret" not in json.dumps(outcome.details)
     assert outcome.checkpoint["state"] == {"a": 1}
-    outcome = failed(run(sequential(lambda s: {"error": "quota_exceeded", "details": {"limit": 3}})),
-                     "quota_exceeded")
+    outcome = failed(run(sequential(lambda s: {"error": "quota_exceeded", "details": {"limit": 3}})), "quota_exceeded")
     assert outcome.details["limit"] == 3 and outcome.details["node"] == "s1"
 
 
-@pytest.mark.parametrize(("value", "reason"), [
-    ({"ok": {"x": float("nan")}}, "invalid_delta"),
-    (Ok({"k": object()}), "invalid_delta"),
-    (Output(object(), {}), "invalid_value"),
-    ("just a string", "invalid_action_result"),
-    ({"x": 1}, "invalid_action_result"),
-    ({"ok": {}, "output": 1}, "invalid_action_result"),
-    (None, "invalid_action_result"),
-])
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ({"ok": {"x": float("nan")}}, "invalid_delta"),
+        (Ok({"k": object()}), "invalid_delta"),
+        (Output(object(), {}), "invalid_value"),
+        ("just a string", "invalid_action_result"),
+        ({"x": 1}, "invalid_action_result"),
+        ({"ok": {}, "output": 1}, "invalid_action_result"),
+        (None, "invalid_action_result"),
+    ],
+)
 def test_invalid_results_fail_the_workflow(value: Any, reason: str) -> None:
     failed(run(sequential(lambda s: value)), reason)
 
@@ -437,9 +537,16 @@ def test_the_initial_state_must_be_a_json_object(state: Any) -> None:
 
 
 def parallel(*deltas: dict[str, Any], merge: str = "reject_conflicts", **options: Any) -> CompiledWorkflow:
-    return compile_workflow({
-        "version": 1, "id": "p", "kind": "parallel", "merge": merge,
-        "branches": [{"id": f"b{i}", "run": _emit(f"out{i}", d)} for i, d in enumerate(deltas)], **options})
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": "p",
+            "kind": "parallel",
+            "merge": merge,
+            "branches": [{"id": f"b{i}", "run": _emit(f"out{i}", d)} for i, d in enumerate(deltas)],
+            **options,
+        }
+    )
 
 
 def _emit(output: str, delta: dict[str, Any]) -> Callable[[dict[str, Any]], Output]:
@@ -482,16 +589,30 @@ def test_max_concurrency_bounds_the_branches_running_at_once() -> None:
 
 
 def test_a_pause_in_a_top_level_parallel_branch_is_unresumable() -> None:
-    compiled = compile_workflow({"version": 1, "id": "p", "kind": "parallel",
-                                 "branches": [{"id": "x", "run": pause_for_review}, {"id": "y", "run": count_a}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "p",
+            "kind": "parallel",
+            "branches": [{"id": "x", "run": pause_for_review}, {"id": "y", "run": count_a}],
+        }
+    )
     outcome = failed(run(compiled), "unresumable_pause")
     assert outcome.details == {"node": "x"}
 
 
 def test_stop_in_a_branch_is_that_branch_output() -> None:
-    compiled = compile_workflow({"version": 1, "id": "p", "kind": "parallel",
-                                 "branches": [{"id": "x", "run": lambda s: Stop("x-out", {"x": 1})},
-                                              {"id": "y", "run": lambda s: Ok({"y": 1})}]})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "p",
+            "kind": "parallel",
+            "branches": [
+                {"id": "x", "run": lambda s: Stop("x-out", {"x": 1})},
+                {"id": "y", "run": lambda s: Ok({"y": 1})},
+            ],
+        }
+    )
     outcome = run(compiled)
     assert isinstance(outcome, Completed) and outcome.output == {"x": "x-out", "y": None}
 
@@ -505,8 +626,9 @@ def loop(until: Any, max_iterations: int = 3) -> CompiledWorkflow:
         assert context["iteration"] == n
         return Output(n, {"n": n})
 
-    return compile_workflow({"version": 1, "id": "l", "kind": "loop", "max_iterations": max_iterations,
-                             "body": body, "until": until})
+    return compile_workflow(
+        {"version": 1, "id": "l", "kind": "loop", "max_iterations": max_iterations, "body": body, "until": until}
+    )
 
 
 def test_a_loop_stops_at_max_iterations_and_completes_with_the_last_output() -> None:
@@ -522,10 +644,21 @@ def test_until_sees_the_body_output_and_must_answer_a_bool() -> None:
 
 
 def test_pause_route_and_transfer_are_rejected_in_a_loop_body() -> None:
-    for result, reason in ((Pause("r", "s", {}), "unresumable_pause"), (Route("x", {}), "unsupported_result"),
-                           (Transfer("x", None, {}), "unsupported_result")):
-        compiled = compile_workflow({"version": 1, "id": "l", "kind": "loop", "max_iterations": 2,
-                                     "body": (lambda r: lambda state: r)(result), "until": lambda state: True})
+    for result, reason in (
+        (Pause("r", "s", {}), "unresumable_pause"),
+        (Route("x", {}), "unsupported_result"),
+        (Transfer("x", None, {}), "unsupported_result"),
+    ):
+        compiled = compile_workflow(
+            {
+                "version": 1,
+                "id": "l",
+                "kind": "loop",
+                "max_iterations": 2,
+                "body": (lambda r: lambda state: r)(result),
+                "until": lambda state: True,
+            }
+        )
         failed(run(compiled), reason)
 
 
@@ -552,11 +685,19 @@ def ping_pong(max_transfers: int) -> CompiledWorkflow:
             if hops > 3:
                 return Output("settled", {})
             return Transfer(other, hops, {"hops": hops})
+
         return act
 
-    return compile_workflow({"version": 1, "id": "t", "kind": "transfer", "entry": "ping",
-                             "max_transfers": max_transfers,
-                             "members": {"ping": {"run": member("pong")}, "pong": {"run": member("ping")}}})
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": "t",
+            "kind": "transfer",
+            "entry": "ping",
+            "max_transfers": max_transfers,
+            "members": {"ping": {"run": member("pong")}, "pong": {"run": member("ping")}},
+        }
+    )
 
 
 def test_every_accepted_transfer_consumes_budget_and_emits_an_event() -> None:
@@ -564,7 +705,10 @@ def test_every_accepted_transfer_consumes_budget_and_emits_an_event() -> None:
     outcome = drive(engine)
     assert isinstance(outcome, Completed) and outcome.output == "settled" and outcome.state == {"hops": 3}
     assert [(e["from"], e["to"], e["step"]) for e in engine.events] == [
-        ("ping", "pong", 1), ("pong", "ping", 2), ("ping", "pong", 3)]
+        ("ping", "pong", 1),
+        ("pong", "ping", 2),
+        ("ping", "pong", 3),
+    ]
 
 
 def test_a_transfer_over_budget_fails() -> None:
@@ -575,11 +719,19 @@ def test_a_transfer_over_budget_fails() -> None:
 
 
 def test_a_transfer_to_an_undeclared_member_fails_and_so_does_a_pause() -> None:
-    compiled = compile_workflow({"version": 1, "id": "t", "kind": "transfer", "entry": "a",
-                                 "members": {"a": {"run": lambda s: Transfer("zed", None, {})}}})
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": "t",
+            "kind": "transfer",
+            "entry": "a",
+            "members": {"a": {"run": lambda s: Transfer("zed", None, {})}},
+        }
+    )
     assert failed(run(compiled), "undeclared_member").details == {"node": "a"}
-    compiled = compile_workflow({"version": 1, "id": "t", "kind": "transfer", "entry": "a",
-                                 "members": {"a": {"run": pause_for_review}}})
+    compiled = compile_workflow(
+        {"version": 1, "id": "t", "kind": "transfer", "entry": "a", "members": {"a": {"run": pause_for_review}}}
+    )
     failed(run(compiled), "unresumable_pause")
 
 
@@ -593,15 +745,22 @@ def test_no_route_may_reach_an_undeclared_node() -> None:
     jumped = graph([{"id": "a", "run": lambda s: Route("nowhere", {"x": 1})}], {"a": "end_node"})
     outcome = failed(run(jumped), "undeclared_route")
     assert outcome.checkpoint["state"] == {}  # the delta of a rejected route is not committed
-    selected = graph([{"id": "pick", "type": "branch", "targets": ["a"], "select": lambda s: "b"},
-                      {"id": "a", "run": count_a}, {"id": "b", "run": count_a}],
-                     {"a": "end_node", "b": "end_node"})
+    selected = graph(
+        [
+            {"id": "pick", "type": "branch", "targets": ["a"], "select": lambda s: "b"},
+            {"id": "a", "run": count_a},
+            {"id": "b", "run": count_a},
+        ],
+        {"a": "end_node", "b": "end_node"},
+    )
     assert failed(run(selected), "undeclared_route").details == {"node": "pick"}  # b is declared, not a target
 
 
 def test_a_route_result_moves_to_a_declared_node() -> None:
-    compiled = graph([{"id": "a", "run": lambda s: Route("c", {"x": 1})}, {"id": "b", "run": count_b},
-                      {"id": "c", "run": count_b}], {"a": "b", "b": "end_node", "c": "end_node"})
+    compiled = graph(
+        [{"id": "a", "run": lambda s: Route("c", {"x": 1})}, {"id": "b", "run": count_b}, {"id": "c", "run": count_b}],
+        {"a": "b", "b": "end_node", "c": "end_node"},
+    )
     outcome = run(compiled)
     assert isinstance(outcome, Completed) and outcome.state == {"x": 1, "b": True}
     assert outcome.output == {"seen": None} and outcome.checkpoint["visits"] == {"a": 1, "c": 1}
@@ -609,37 +768,57 @@ def test_a_route_result_moves_to_a_declared_node() -> None:
 
 def test_route_and_transfer_results_are_kind_specific() -> None:
     assert failed(run(sequential(lambda s: Route("s1", {}))), "unsupported_result").details == {
-        "node": "s1", "result": "route"}
-    failed(run(graph([{"id": "a", "run": lambda s: Transfer("a", None, {})}], {"a": "end_node"})),
-           "unsupported_result")
+        "node": "s1",
+        "result": "route",
+    }
+    failed(run(graph([{"id": "a", "run": lambda s: Transfer("a", None, {})}], {"a": "end_node"})), "unsupported_result")
 
 
 def test_branch_and_dynamic_nodes_select_one_of_their_targets() -> None:
     for node_type in ("branch", "dynamic"):
-        compiled = graph([
-            {"id": "start", "run": lambda s: Output("payload", {})},
-            {"id": "pick", "type": node_type, "targets": ["a", "b"],
-             "select": lambda s, c: "b" if c["input"] == "payload" else "a"},
-            {"id": "a", "run": count_a}, {"id": "b", "run": count_b}],
-            {"start": "pick", "a": "end_node", "b": "end_node"})
+        compiled = graph(
+            [
+                {"id": "start", "run": lambda s: Output("payload", {})},
+                {
+                    "id": "pick",
+                    "type": node_type,
+                    "targets": ["a", "b"],
+                    "select": lambda s, c: "b" if c["input"] == "payload" else "a",
+                },
+                {"id": "a", "run": count_a},
+                {"id": "b", "run": count_b},
+            ],
+            {"start": "pick", "a": "end_node", "b": "end_node"},
+        )
         outcome = run(compiled)
         assert isinstance(outcome, Completed) and outcome.output == {"seen": "payload"}
     assert calls == Counter(b=2)
 
 
 def test_a_loop_node_runs_body_then_done_and_leaves_through_its_edge() -> None:
-    compiled = graph([
-        {"id": "grow", "type": "loop", "body": lambda s: Output(len(s.get("items", [])), {
-            "items": [*s.get("items", []), "x"]}), "done": lambda s, c: c["input"] >= 1, "max_iterations": 5},
-        {"id": "after", "run": count_b}], {"grow": "after", "after": "end_node"})
+    compiled = graph(
+        [
+            {
+                "id": "grow",
+                "type": "loop",
+                "body": lambda s: Output(len(s.get("items", [])), {"items": [*s.get("items", []), "x"]}),
+                "done": lambda s, c: c["input"] >= 1,
+                "max_iterations": 5,
+            },
+            {"id": "after", "run": count_b},
+        ],
+        {"grow": "after", "after": "end_node"},
+    )
     outcome = run(compiled)
     assert isinstance(outcome, Completed) and outcome.state == {"items": ["x", "x"], "b": True}
     assert outcome.output == {"seen": 1}
 
 
 def test_stop_in_a_graph_node_completes_the_workflow() -> None:
-    compiled = graph([{"id": "a", "run": lambda s: Stop("early", {"x": 1})}, {"id": "b", "run": count_a}],
-                     {"a": "b", "b": "end_node"})
+    compiled = graph(
+        [{"id": "a", "run": lambda s: Stop("early", {"x": 1})}, {"id": "b", "run": count_a}],
+        {"a": "b", "b": "end_node"},
+    )
     outcome = run(compiled)
     assert isinstance(outcome, Completed) and outcome.output == "early" and calls["a"] == 0
 
@@ -654,11 +833,17 @@ def test_edges_chain_the_output_of_a_node_to_its_successor() -> None:
 
 
 def three_way_fork() -> CompiledWorkflow:
-    return graph([
-        {"id": "fork", "type": "fork", "branches": ["a", "review", "c"], "join": "join", "max_concurrency": 3},
-        {"id": "a", "run": count_a}, {"id": "review", "run": pause_for_review}, {"id": "c", "run": count_c},
-        {"id": "join", "type": "join", "run": lambda s, c: Output(c["input"], {"joined": True})}],
-        {"join": "end_node"}, max_steps=10)
+    return graph(
+        [
+            {"id": "fork", "type": "fork", "branches": ["a", "review", "c"], "join": "join", "max_concurrency": 3},
+            {"id": "a", "run": count_a},
+            {"id": "review", "run": pause_for_review},
+            {"id": "c", "run": count_c},
+            {"id": "join", "type": "join", "run": lambda s, c: Output(c["input"], {"joined": True})},
+        ],
+        {"join": "end_node"},
+        max_steps=10,
+    )
 
 
 def test_a_fork_branch_pause_cancels_in_flight_siblings_which_run_again_after_resume() -> None:
@@ -666,14 +851,18 @@ def test_a_fork_branch_pause_cancels_in_flight_siblings_which_run_again_after_re
     engine = Engine(compiled, {})
     a, review, c = engine.start()
     assert [a.context["fork"], review.context["fork"]] == ["fork", "fork"]
-    engine.on_result(a.id, execute(a))              # a completes and is committed
-    execute(c)                                      # c runs but has not answered
-    engine.on_result(review.id, execute(review))    # review pauses while c is in flight
+    engine.on_result(a.id, execute(a))  # a completes and is committed
+    execute(c)  # c runs but has not answered
+    engine.on_result(review.id, execute(review))  # review pauses while c is in flight
     paused = engine.outcome
     assert isinstance(paused, Paused)
-    assert paused.details == {"reason": "human_approval", "summary": "Review the draft", "node": "review",
-                              "fork": "fork"}
-    assert set(engine.in_flight) == {c.id}          # the coordinator cancels it
+    assert paused.details == {
+        "reason": "human_approval",
+        "summary": "Review the draft",
+        "node": "review",
+        "fork": "fork",
+    }
+    assert set(engine.in_flight) == {c.id}  # the coordinator cancels it
     cursor = paused.checkpoint["cursor"]
     assert cursor["done"] == {"a": {"output": "a-out", "delta": {"a": 1}}}
     assert cursor["paused"] == {"review": {"delta": {"review_requested": True}}}
@@ -684,24 +873,36 @@ def test_a_fork_branch_pause_cancels_in_flight_siblings_which_run_again_after_re
     assert isinstance(done, Completed)
     assert done.output == {"a": "a-out", "review": "approved", "c": "c-out"}
     assert done.state == {"a": 1, "review_requested": True, "c": True, "joined": True}
-    assert calls == Counter(a=1, review=1, c=3)    # only the uncommitted sibling ran again
+    assert calls == Counter(a=1, review=1, c=3)  # only the uncommitted sibling ran again
     assert done.checkpoint["used"]["steps"] == 4
 
 
 def test_a_failing_branch_fails_the_fork() -> None:
-    compiled = graph([
-        {"id": "fork", "type": "fork", "branches": ["a", "bad"], "join": "join"},
-        {"id": "a", "run": count_a}, {"id": "bad", "run": lambda s: {"error": "boom"}}, {"id": "join", "type": "join"}],
-        {"join": "end_node"})
+    compiled = graph(
+        [
+            {"id": "fork", "type": "fork", "branches": ["a", "bad"], "join": "join"},
+            {"id": "a", "run": count_a},
+            {"id": "bad", "run": lambda s: {"error": "boom"}},
+            {"id": "join", "type": "join"},
+        ],
+        {"join": "end_node"},
+    )
     details = failed(run(compiled), "boom").details
     assert details["node"] == "bad" and details["callable"].endswith("<lambda>")  # where, never what
 
 
 def test_fork_branches_run_up_to_the_node_bound_and_a_join_without_run_outputs_the_map() -> None:
-    compiled = graph([
-        {"id": "fork", "type": "fork", "branches": ["a", "b", "c"], "join": "join", "max_concurrency": 1},
-        {"id": "a", "run": count_a}, {"id": "b", "run": count_b}, {"id": "c", "run": count_c},
-        {"id": "join", "type": "join"}], {"join": "end_node"}, max_steps=3)
+    compiled = graph(
+        [
+            {"id": "fork", "type": "fork", "branches": ["a", "b", "c"], "join": "join", "max_concurrency": 1},
+            {"id": "a", "run": count_a},
+            {"id": "b", "run": count_b},
+            {"id": "c", "run": count_c},
+            {"id": "join", "type": "join"},
+        ],
+        {"join": "end_node"},
+        max_steps=3,
+    )
     engine = Engine(compiled, {})
     launched = [[t.node for t in engine.start()]]
     queue = list(engine.in_flight.values())
@@ -723,11 +924,19 @@ def test_an_agent_node_prompts_a_registered_agent_and_may_decide_on_its_reply() 
         assert context["output"] == "HELLO BOB" and context["input"] is None
         return Output(context["output"].lower(), {"greeted": True})
 
-    compiled = graph([
-        {"id": "greet", "type": "agent", "timeout": 900, "retry": {"max_attempts": 2},
-         "agent": {"name": "shouter", "prompt": lambda s: f"hello {s['who']}", "decision": decide}},
-        {"id": "plain", "type": "agent", "agent": {"name": "shouter", "prompt": "again"}}],
-        {"greet": "plain", "plain": "end_node"})
+    compiled = graph(
+        [
+            {
+                "id": "greet",
+                "type": "agent",
+                "timeout": 900,
+                "retry": {"max_attempts": 2},
+                "agent": {"name": "shouter", "prompt": lambda s: f"hello {s['who']}", "decision": decide},
+            },
+            {"id": "plain", "type": "agent", "agent": {"name": "shouter", "prompt": "again"}},
+        ],
+        {"greet": "plain", "plain": "end_node"},
+    )
     engine = Engine(compiled, {"who": "bob"})
     [prompt] = engine.start()
     assert prompt.kind == "prompt" and prompt.fn is not None
@@ -756,9 +965,13 @@ class Multiply:
 
 
 def test_a_tool_node_computes_arguments_then_calls_the_tool() -> None:
-    compiled = graph([
-        {"id": "calc", "type": "tool", "tool": {"tool": Multiply(), "args": lambda s: {"a": s["x"], "b": 7}}},
-        {"id": "store", "run": lambda s, c: Ok({"product": c["input"]})}], {"calc": "store", "store": "end_node"})
+    compiled = graph(
+        [
+            {"id": "calc", "type": "tool", "tool": {"tool": Multiply(), "args": lambda s: {"a": s["x"], "b": 7}}},
+            {"id": "store", "run": lambda s, c: Ok({"product": c["input"]})},
+        ],
+        {"calc": "store", "store": "end_node"},
+    )
     engine = Engine(compiled, {"x": 6})
     [args] = engine.start()
     assert args.kind == "args"
@@ -767,23 +980,40 @@ def test_a_tool_node_computes_arguments_then_calls_the_tool() -> None:
     assert pickle.loads(pickle.dumps(call)) == call  # tasks cross processes
     outcome = drive(engine, [call])
     assert isinstance(outcome, Completed) and outcome.state == {"x": 6, "product": 42}
-    bad = graph([{"id": "calc", "type": "tool", "tool": {"tool": Multiply(), "args": lambda s: [1]}}],
-                {"calc": "end_node"})
+    bad = graph(
+        [{"id": "calc", "type": "tool", "tool": {"tool": Multiply(), "args": lambda s: [1]}}], {"calc": "end_node"}
+    )
     failed(run(bad), "invalid_tool_args")
 
 
 def child_workflow() -> CompiledWorkflow:
-    return compile_workflow({"version": 1, "id": "child", "kind": "sequential",
-                             "steps": [{"id": "inner_a", "run": count_a},
-                                       {"id": "inner_review", "run": pause_for_review},
-                                       {"id": "inner_b", "run": count_b}]})
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": "child",
+            "kind": "sequential",
+            "steps": [
+                {"id": "inner_a", "run": count_a},
+                {"id": "inner_review", "run": pause_for_review},
+                {"id": "inner_b", "run": count_b},
+            ],
+        }
+    )
 
 
 def test_a_nested_workflow_runs_inside_the_engine_and_its_changes_become_the_node_delta() -> None:
-    nested = compile_workflow({"version": 1, "id": "child", "kind": "sequential",
-                               "steps": [{"id": "inner", "run": lambda s: Output("child-out", {"x": s["x"] + 1})}]})
-    compiled = graph([{"id": "sub", "type": "workflow", "workflow": nested}, {"id": "after", "run": count_b}],
-                     {"sub": "after", "after": "end_node"})
+    nested = compile_workflow(
+        {
+            "version": 1,
+            "id": "child",
+            "kind": "sequential",
+            "steps": [{"id": "inner", "run": lambda s: Output("child-out", {"x": s["x"] + 1})}],
+        }
+    )
+    compiled = graph(
+        [{"id": "sub", "type": "workflow", "workflow": nested}, {"id": "after", "run": count_b}],
+        {"sub": "after", "after": "end_node"},
+    )
     engine = Engine(compiled, {"x": 1, "keep": True})
     [task] = engine.start()
     assert task.id == "sub#1>inner#1/action" and task.context["step_id"] == task.id
@@ -794,8 +1024,10 @@ def test_a_nested_workflow_runs_inside_the_engine_and_its_changes_become_the_nod
 
 
 def test_a_pause_inside_a_nested_workflow_pauses_the_parent_and_resumes_the_child() -> None:
-    compiled = graph([{"id": "sub", "type": "workflow", "workflow": child_workflow()},
-                      {"id": "after", "run": count_c}], {"sub": "after", "after": "end_node"})
+    compiled = graph(
+        [{"id": "sub", "type": "workflow", "workflow": child_workflow()}, {"id": "after", "run": count_c}],
+        {"sub": "after", "after": "end_node"},
+    )
     paused = run(compiled)
     assert isinstance(paused, Paused)
     assert paused.details["node"] == "sub" and paused.details["nested"]["node"] == "inner_review"
@@ -808,10 +1040,15 @@ def test_a_pause_inside_a_nested_workflow_pauses_the_parent_and_resumes_the_chil
 
 
 def test_a_nested_workflow_in_a_fork_branch_keeps_its_commits_across_a_sibling_pause() -> None:
-    compiled = graph([
-        {"id": "fork", "type": "fork", "branches": ["sub", "review"], "join": "join"},
-        {"id": "sub", "type": "workflow", "workflow": sequential(count_a, count_b, count_c)},
-        {"id": "review", "run": pause_for_review}, {"id": "join", "type": "join"}], {"join": "end_node"})
+    compiled = graph(
+        [
+            {"id": "fork", "type": "fork", "branches": ["sub", "review"], "join": "join"},
+            {"id": "sub", "type": "workflow", "workflow": sequential(count_a, count_b, count_c)},
+            {"id": "review", "run": pause_for_review},
+            {"id": "join", "type": "join"},
+        ],
+        {"join": "end_node"},
+    )
     engine = Engine(compiled, {})
     sub_first, review = engine.start()
     [sub_second] = engine.on_result(sub_first.id, execute(sub_first))  # the child commits its first step
@@ -827,14 +1064,22 @@ def test_a_nested_workflow_in_a_fork_branch_keeps_its_commits_across_a_sibling_p
 
 
 def test_a_failing_nested_workflow_fails_the_parent_with_nested_details() -> None:
-    compiled = graph([{"id": "sub", "type": "workflow", "workflow": sequential(lambda s: {"error": "inner_boom"})}],
-                     {"sub": "end_node"})
+    compiled = graph(
+        [{"id": "sub", "type": "workflow", "workflow": sequential(lambda s: {"error": "inner_boom"})}],
+        {"sub": "end_node"},
+    )
     outcome = failed(run(compiled), "inner_boom")
     assert outcome.details["workflow"] == "s" and outcome.details["node"] == "sub"
     assert outcome.details["nested"]["node"] == "s1"
-    strict = compile_workflow({"version": 1, "id": "strict", "kind": "sequential",
-                               "input_schema": {"type": "object", "required": ["needed"]},
-                               "steps": [{"id": "x", "run": count_a}]})
+    strict = compile_workflow(
+        {
+            "version": 1,
+            "id": "strict",
+            "kind": "sequential",
+            "input_schema": {"type": "object", "required": ["needed"]},
+            "steps": [{"id": "x", "run": count_a}],
+        }
+    )
     compiled = graph([{"id": "sub", "type": "workflow", "workflow": strict}], {"sub": "end_node"})
     assert failed(run(compiled), "invalid_input").details["node"] == "sub"
 
@@ -844,29 +1089,67 @@ def test_a_failing_nested_workflow_fails_the_parent_with_nested_details() -> Non
 
 def kitchen_sink() -> CompiledWorkflow:
     """Every node type and result on one path."""
-    return graph([
-        {"id": "start", "run": count_a},
-        {"id": "fork", "type": "fork", "branches": ["left", "ask", "calc", "sub"], "join": "join",
-         "max_concurrency": 2},
-        {"id": "left", "run": lambda s: Output("L", {"left": 1})},
-        {"id": "ask", "type": "agent", "agent": {"name": "echo", "prompt": "hi", "decision":
-                                                 lambda s, c: Output(c["output"], {"asked": c["output"]})}},
-        {"id": "calc", "type": "tool", "tool": {"tool": Multiply(), "args": lambda s: {"a": 2, "b": 3}}},
-        {"id": "sub", "type": "workflow", "workflow": sequential(lambda s: Output("S1", {"s1": 1}),
-                                                                  lambda s: Output("S2", {"s2": 2}))},
-        {"id": "join", "type": "join", "run": lambda s, c: Output(sorted(c["input"]), {"joined": True})},
-        {"id": "pick", "type": "branch", "targets": ["grow", "start"], "select": lambda s: "grow"},
-        {"id": "grow", "type": "loop", "body": lambda s: Output(s.get("g", 0) + 1, {"g": s.get("g", 0) + 1}),
-         "done": lambda s: s["g"] >= 2, "max_iterations": 4},
-        {"id": "approve", "run": pause_for_review},
-        {"id": "finish", "run": lambda s, c: Stop({"approved": c["input"]}, {"finished": True})},
-    ], {"start": "fork", "join": "pick", "grow": {"route": lambda s, c: "approve"}, "approve": "finish",
-        "finish": "end_node"}, max_steps=20)
+    return graph(
+        [
+            {"id": "start", "run": count_a},
+            {
+                "id": "fork",
+                "type": "fork",
+                "branches": ["left", "ask", "calc", "sub"],
+                "join": "join",
+                "max_concurrency": 2,
+            },
+            {"id": "left", "run": lambda s: Output("L", {"left": 1})},
+            {
+                "id": "ask",
+                "type": "agent",
+                "agent": {
+                    "name": "echo",
+                    "prompt": "hi",
+                    "decision": lambda s, c: Output(c["output"], {"asked": c["output"]}),
+                },
+            },
+            {"id": "calc", "type": "tool", "tool": {"tool": Multiply(), "args": lambda s: {"a": 2, "b": 3}}},
+            {
+                "id": "sub",
+                "type": "workflow",
+                "workflow": sequential(lambda s: Output("S1", {"s1": 1}), lambda s: Output("S2", {"s2": 2})),
+            },
+            {"id": "join", "type": "join", "run": lambda s, c: Output(sorted(c["input"]), {"joined": True})},
+            {"id": "pick", "type": "branch", "targets": ["grow", "start"], "select": lambda s: "grow"},
+            {
+                "id": "grow",
+                "type": "loop",
+                "body": lambda s: Output(s.get("g", 0) + 1, {"g": s.get("g", 0) + 1}),
+                "done": lambda s: s["g"] >= 2,
+                "max_iterations": 4,
+            },
+            {"id": "approve", "run": pause_for_review},
+            {"id": "finish", "run": lambda s, c: Stop({"approved": c["input"]}, {"finished": True})},
+        ],
+        {
+            "start": "fork",
+            "join": "pick",
+            "grow": {"route": lambda s, c: "approve"},
+            "approve": "finish",
+            "finish": "end_node",
+        },
+        max_steps=20,
+    )
 
 
 AGENTS = {"echo": lambda prompt: f"echo:{prompt}"}
-FINAL_STATE = {"a": 1, "left": 1, "asked": "echo:hi", "s1": 1, "s2": 2, "joined": True, "g": 2,
-               "review_requested": True, "finished": True}
+FINAL_STATE = {
+    "a": 1,
+    "left": 1,
+    "asked": "echo:hi",
+    "s1": 1,
+    "s2": 2,
+    "joined": True,
+    "g": 2,
+    "review_requested": True,
+    "finished": True,
+}
 
 
 def test_every_checkpoint_round_trips_through_json_and_resuming_from_it_reaches_the_same_outcome() -> None:
@@ -921,8 +1204,12 @@ def test_checkpoints_of_another_workflow_or_malformed_ones_are_rejected() -> Non
     with pytest.raises(WorkflowError) as info:
         Engine(approval(), {}, checkpoint=done.checkpoint)
     assert info.value.reason == "checkpoint_mismatch" and info.value.details == {"field": "id"}
-    for corrupt in ({**done.checkpoint, "format": 9}, {**done.checkpoint, "cursor": {"at": "node", "node": "zz"}},
-                    {**done.checkpoint, "budgets": {"steps": -1, "transfers": 0}}, {"x": float("nan")}):
+    for corrupt in (
+        {**done.checkpoint, "format": 9},
+        {**done.checkpoint, "cursor": {"at": "node", "node": "zz"}},
+        {**done.checkpoint, "budgets": {"steps": -1, "transfers": 0}},
+        {"x": float("nan")},
+    ):
         with pytest.raises(WorkflowError) as info:
             Engine(sequential(count_a), {}, checkpoint=corrupt)
         assert info.value.reason == "invalid_checkpoint"
@@ -938,8 +1225,15 @@ def test_tasks_carry_a_private_state_and_a_complete_context() -> None:
     compiled = sequential(count_b, timeout=5000)
     engine = Engine(compiled, {"x": [1]}, invocation_id="inv-7")
     [task] = engine.start()
-    assert task.context == {"input": None, "node": "s1", "step": 1, "attempt": 1, "workflow_id": "s",
-                            "invocation_id": "inv-7", "step_id": "s1#1/action"}
+    assert task.context == {
+        "input": None,
+        "node": "s1",
+        "step": 1,
+        "attempt": 1,
+        "workflow_id": "s",
+        "invocation_id": "inv-7",
+        "step_id": "s1#1/action",
+    }
     assert task.arity == 2 and task.fn is not None and task.timeout_ms is None and task.retry is None
     task.state["x"].append(2)
     assert engine.state == {"x": [1]}
@@ -988,19 +1282,32 @@ def test_a_value_task_fed_a_non_output_result_fails() -> None:
 
 _text = st.characters(exclude_categories=["Cs"], exclude_characters="\x00")  # canonical JSON text only
 _keys = st.text(_text, min_size=1, max_size=6)
-_json = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False,
-                     allow_infinity=False) | st.text(_text, max_size=8),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
-                     max_leaves=10)
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(_text, max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
+    max_leaves=10,
+)
 _deltas = st.dictionaries(_keys, _json, max_size=4)
 _names = st.text(_text, min_size=1, max_size=20)
 _results = st.one_of(
-    st.builds(Ok, _deltas), st.builds(Output, _json, _deltas), st.builds(Stop, _json, _deltas),
-    st.builds(Complete, _json, _deltas), st.builds(Route, _names, _deltas),
-    st.builds(Transfer, _names, _json, _deltas), st.builds(Pause, _names, st.text(_text, max_size=30), _deltas),
+    st.builds(Ok, _deltas),
+    st.builds(Output, _json, _deltas),
+    st.builds(Stop, _json, _deltas),
+    st.builds(Complete, _json, _deltas),
+    st.builds(Route, _names, _deltas),
+    st.builds(Transfer, _names, _json, _deltas),
+    st.builds(Pause, _names, st.text(_text, max_size=30), _deltas),
     # details are bounded JSON (AdkError / json_safe): integers within 64 bits survive, larger ones become "<int>"
-    st.builds(ActionFailed, _names,
-              st.dictionaries(_keys, st.integers(-(2**63), 2**63 - 1) | st.text(_text, max_size=5), max_size=3)))
+    st.builds(
+        ActionFailed,
+        _names,
+        st.dictionaries(_keys, st.integers(-(2**63), 2**63 - 1) | st.text(_text, max_size=5), max_size=3),
+    ),
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -1013,9 +1320,15 @@ def test_results_round_trip_through_their_json_form(result: Result) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(value=st.one_of(_json, st.tuples(_json), st.sets(st.integers()), st.builds(object),
-                       st.dictionaries(st.sampled_from(["ok", "output", "delta", "route", "error", "extra"]), _json,
-                                       max_size=3)))
+@given(
+    value=st.one_of(
+        _json,
+        st.tuples(_json),
+        st.sets(st.integers()),
+        st.builds(object),
+        st.dictionaries(st.sampled_from(["ok", "output", "delta", "route", "error", "extra"]), _json, max_size=3),
+    )
+)
 def test_normalize_result_never_raises(value: Any) -> None:
     result = normalize_result(value)
     if isinstance(result, ActionFailed) and result.reason.startswith("invalid_"):
@@ -1048,7 +1361,9 @@ def test_run_callable_raises_returned_failures_so_retries_cover_them() -> None:
         run_callable(callable_ref(lambda s: {"error": "nope", "details": {"n": 1}}), 1, "action", {}, {})
     assert info.value.reason == "nope" and info.value.details["n"] == 1
     assert run_callable(callable_ref(lambda s, c: c["input"]), 2, "route", {}, {"input": "x"}) == {
-        "output": "x", "delta": {}}
+        "output": "x",
+        "delta": {},
+    }
     with pytest.raises(WorkflowError) as info:
         run_callable(callable_ref(lambda s: object()), 1, "select", {}, {})
     assert info.value.reason == "invalid_value"
@@ -1061,8 +1376,9 @@ def test_run_callable_raises_returned_failures_so_retries_cover_them() -> None:
 
 # -- merge properties ----------------------------------------------------------------------------------------------
 
-_branch_deltas = st.lists(st.dictionaries(st.sampled_from("abcde"), st.integers(0, 3) | st.booleans(), max_size=4),
-                          min_size=1, max_size=5)
+_branch_deltas = st.lists(
+    st.dictionaries(st.sampled_from("abcde"), st.integers(0, 3) | st.booleans(), max_size=4), min_size=1, max_size=5
+)
 
 
 def _pairs(deltas: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -1081,7 +1397,8 @@ def test_ordered_last_wins_is_sequential_application_in_declared_order(deltas: l
 @settings(max_examples=300, deadline=None)
 @given(deltas=_branch_deltas, data=st.data())
 def test_reject_conflicts_fails_exactly_on_unequal_writes_and_is_order_independent(
-        deltas: list[dict[str, Any]], data: st.DataObject) -> None:
+    deltas: list[dict[str, Any]], data: st.DataObject
+) -> None:
     def conflicting(key: str) -> bool:
         values = [json.dumps(d[key]) for d in deltas if key in d]
         return len(set(values)) > 1
@@ -1100,8 +1417,9 @@ def test_reject_conflicts_fails_exactly_on_unequal_writes_and_is_order_independe
 
 @settings(max_examples=100, deadline=None)
 @given(deltas=_branch_deltas, order=st.data(), merge=st.sampled_from(["reject_conflicts", "ordered_last_wins"]))
-def test_completion_order_never_changes_a_parallel_outcome(deltas: list[dict[str, Any]], order: st.DataObject,
-                                                           merge: str) -> None:
+def test_completion_order_never_changes_a_parallel_outcome(
+    deltas: list[dict[str, Any]], order: st.DataObject, merge: str
+) -> None:
     compiled = parallel(*deltas, merge=merge)
 
     def outcome_in(permutation: list[int]) -> tuple[Any, ...]:
@@ -1121,8 +1439,9 @@ def test_completion_order_never_changes_a_parallel_outcome(deltas: list[dict[str
 
 @settings(max_examples=200, deadline=None)
 @given(before=_deltas, after=_deltas)
-def test_state_delta_turns_before_into_after_when_no_key_is_removed(before: dict[str, Any],
-                                                                    after: dict[str, Any]) -> None:
+def test_state_delta_turns_before_into_after_when_no_key_is_removed(
+    before: dict[str, Any], after: dict[str, Any]
+) -> None:
     after = {**before, **after}
     delta = state_delta(before, after)
     assert {**before, **delta} == after
@@ -1151,14 +1470,17 @@ def record_step(state: dict[str, Any], context: dict[str, Any]) -> Output:
 
 
 @settings(max_examples=100, deadline=None)
-@given(steps=st.integers(1, 6), fork_width=st.integers(1, 3), cut=st.integers(0, 20),
-       answer_in_flight=st.booleans())
+@given(steps=st.integers(1, 6), fork_width=st.integers(1, 3), cut=st.integers(0, 20), answer_in_flight=st.booleans())
 def test_cancel_anywhere_then_resume_reaches_the_same_end_and_replays_only_what_was_in_flight(
-        steps: int, fork_width: int, cut: int, answer_in_flight: bool) -> None:
+    steps: int, fork_width: int, cut: int, answer_in_flight: bool
+) -> None:
     branches = [f"f{i}" for i in range(fork_width)]
     nodes: list[dict[str, Any]] = [{"id": f"s{i}", "run": record_step} for i in range(steps)]
-    nodes += [{"id": "fork", "type": "fork", "branches": branches, "join": "join", "max_concurrency": 2},
-              *({"id": b, "run": record_step} for b in branches), {"id": "join", "type": "join"}]
+    nodes += [
+        {"id": "fork", "type": "fork", "branches": branches, "join": "join", "max_concurrency": 2},
+        *({"id": b, "run": record_step} for b in branches),
+        {"id": "join", "type": "join"},
+    ]
     edges = {f"s{i}": f"s{i + 1}" for i in range(steps - 1)} | {f"s{steps - 1}": "fork", "join": "end_node"}
     compiled = graph(nodes, edges, entry="s0")
 
@@ -1191,10 +1513,16 @@ def test_cancel_anywhere_then_resume_reaches_the_same_end_and_replays_only_what_
 
 
 def test_a_fork_pause_with_branches_not_yet_launched_runs_them_after_resume() -> None:
-    compiled = graph([
-        {"id": "fork", "type": "fork", "branches": ["review", "a", "c"], "join": "join", "max_concurrency": 1},
-        {"id": "review", "run": pause_for_review}, {"id": "a", "run": count_a}, {"id": "c", "run": count_c},
-        {"id": "join", "type": "join"}], {"join": "end_node"})
+    compiled = graph(
+        [
+            {"id": "fork", "type": "fork", "branches": ["review", "a", "c"], "join": "join", "max_concurrency": 1},
+            {"id": "review", "run": pause_for_review},
+            {"id": "a", "run": count_a},
+            {"id": "c", "run": count_c},
+            {"id": "join", "type": "join"},
+        ],
+        {"join": "end_node"},
+    )
     paused = run(compiled)
     assert isinstance(paused, Paused) and paused.details["node"] == "review"
     assert calls == Counter(review=1)
@@ -1204,10 +1532,15 @@ def test_a_fork_pause_with_branches_not_yet_launched_runs_them_after_resume() ->
 
 
 def test_a_second_branch_may_pause_after_the_first_was_resumed() -> None:
-    compiled = graph([
-        {"id": "fork", "type": "fork", "branches": ["r1", "r2"], "join": "join", "max_concurrency": 1},
-        {"id": "r1", "run": pause_for_review}, {"id": "r2", "run": pause_for_review},
-        {"id": "join", "type": "join"}], {"join": "end_node"})
+    compiled = graph(
+        [
+            {"id": "fork", "type": "fork", "branches": ["r1", "r2"], "join": "join", "max_concurrency": 1},
+            {"id": "r1", "run": pause_for_review},
+            {"id": "r2", "run": pause_for_review},
+            {"id": "join", "type": "join"},
+        ],
+        {"join": "end_node"},
+    )
     first = run(compiled)
     assert isinstance(first, Paused) and first.details["node"] == "r1"
     second = resume(compiled, first.checkpoint, "one")
@@ -1220,22 +1553,30 @@ def test_a_second_branch_may_pause_after_the_first_was_resumed() -> None:
 # -- failures are bounded structural values --------------------------------------------------------------------------
 
 
-
-_wide = st.recursive(st.none() | st.integers() | st.text(max_size=8) | st.text(min_size=4097, max_size=4200),
-                     lambda inner: st.lists(inner, max_size=70) | st.dictionaries(st.text(max_size=300), inner,
-                                                                                  max_size=70),
-                     max_leaves=150)
+_wide = st.recursive(
+    st.none() | st.integers() | st.text(max_size=8) | st.text(min_size=4097, max_size=4200),
+    lambda inner: st.lists(inner, max_size=70) | st.dictionaries(st.text(max_size=300), inner, max_size=70),
+    max_leaves=150,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])
 @given(reason=st.text(max_size=600), details=_wide, nesting=st.integers(0, 12))
 def test_a_failure_fed_to_the_engine_becomes_a_bounded_failed_value_naming_its_node(
-        reason: str, details: Any, nesting: int) -> None:
+    reason: str, details: Any, nesting: int
+) -> None:
     compiled = sequential(lambda state: Ok())
     for level in range(nesting):  # each nested workflow wraps the failure once more ({"nested": ...})
-        compiled = compile_workflow({"version": 1, "id": f"n{level}", "kind": "graph", "entry": "sub",
-                                     "nodes": [{"id": "sub", "type": "workflow", "workflow": compiled}],
-                                     "edges": {"sub": "end_node"}})
+        compiled = compile_workflow(
+            {
+                "version": 1,
+                "id": f"n{level}",
+                "kind": "graph",
+                "entry": "sub",
+                "nodes": [{"id": "sub", "type": "workflow", "workflow": compiled}],
+                "edges": {"sub": "end_node"},
+            }
+        )
     engine = Engine(compiled, {})
     [task] = engine.start()
     err = WorkflowError("raised", reason=reason or "x")

@@ -42,6 +42,7 @@ def compile_error(graph: Graph) -> WorkflowError:
 
 # ---- the README example and running ----------------------------------------------------------------------------------
 
+
 def test_the_readme_counter_loops_until_its_conditional_edge_says_end() -> None:
     compiled = counter_graph().compile()
     assert isinstance(compiled, CompiledGraph)
@@ -56,10 +57,18 @@ def test_deterministic_edges_run_in_order_and_a_node_without_an_edge_is_terminal
         def node(state: dict[str, Any]) -> dict[str, Any]:
             trail.append(name)
             return {"seen": [*state.get("seen", []), name]}
+
         return node
 
-    graph = (Graph().add_node("a", visit("a")).add_node("b", visit("b")).add_node("c", visit("c"))
-             .add_edge("a", "b").add_edge("b", "c").set_entry_point("a"))
+    graph = (
+        Graph()
+        .add_node("a", visit("a"))
+        .add_node("b", visit("b"))
+        .add_node("c", visit("c"))
+        .add_edge("a", "b")
+        .add_edge("b", "c")
+        .set_entry_point("a")
+    )
     initial: dict[str, Any] = {"seen": []}
     assert graph.compile().run(initial) == {"seen": ["a", "b", "c"]}
     assert initial == {"seen": []}  # the caller's state is never modified
@@ -136,6 +145,7 @@ def test_a_raising_node_leaves_its_stack_trace_in_the_log_not_in_the_error(caplo
 
 # ---- compile errors --------------------------------------------------------------------------------------------------
 
+
 def test_compile_requires_an_entry_point_that_exists() -> None:
     assert compile_error(Graph().add_node("a", increment)).reason == "no_entry_point"
     err = compile_error(Graph().add_node("a", increment).set_entry_point("b"))
@@ -170,10 +180,10 @@ def test_compile_requires_deterministic_edges() -> None:
 
 # ---- node helpers ----------------------------------------------------------------------------------------------------
 
+
 def test_function_node_passes_dict_nodes_through_or_stores_a_value_under_a_key() -> None:
     assert function_node(increment) is increment
-    graph = (Graph().add_node("len", function_node(lambda s: len(s["text"]), output_key="length"))
-             .set_entry_point("len"))
+    graph = Graph().add_node("len", function_node(lambda s: len(s["text"]), output_key="length")).set_entry_point("len")
     assert graph.compile().run({"text": "hello"}) == {"text": "hello", "length": 5}
     with pytest.raises(WorkflowError):
         function_node("nope")  # type: ignore[arg-type]
@@ -194,8 +204,12 @@ def test_tool_node_calls_a_tool_with_arguments_from_the_state() -> None:
     final = graph.compile().run({"city": "Oslo", "user": "ada", "unrelated": 1})
     assert final["lookup"] == {"city": "Oslo", "forecast": "sunny", "api_key": "[REDACTED]", "seen_user": "ada"}
     assert final["looked_up"] == "Oslo"  # state the tool recorded through its context is merged
-    keyed = (Graph().add_node("w", tool_node(FunctionTool(lookup), args_key="args", output_key="weather"))
-             .set_entry_point("w").compile())
+    keyed = (
+        Graph()
+        .add_node("w", tool_node(FunctionTool(lookup), args_key="args", output_key="weather"))
+        .set_entry_point("w")
+        .compile()
+    )
     assert keyed.run({"args": {"city": "Rome"}, "user": "bo"})["weather"]["city"] == "Rome"
 
 
@@ -233,21 +247,31 @@ def test_tool_node_fails_closed_for_tools_that_need_a_runner() -> None:
     assert ran == ["export"]
 
 
-AGENT_SCRIPT = {"rules": [
-    {"when": {"system_text_contains": "French"}, "respond": {"text": "FR({user_text})"}},
-    {"when": {}, "respond": {"text": "plain({user_text})"}},
-]}
+AGENT_SCRIPT = {
+    "rules": [
+        {"when": {"system_text_contains": "French"}, "respond": {"text": "FR({user_text})"}},
+        {"when": {}, "respond": {"text": "plain({user_text})"}},
+    ]
+}
 
 
-def test_agent_node_asks_a_real_agent_with_its_own_instructions(system: ActorSystemHandle, emu: Emulator,
-                                                                spawn: Spawner) -> None:
+def test_agent_node_asks_a_real_agent_with_its_own_instructions(
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner
+) -> None:
     emu.set_script(AGENT_SCRIPT)
     translator = spawn(unique("GraphTranslator"), config_for(emu, instructions="Translate the input to French."))
-    graph = (Graph().add_node("translate", agent_node(translator, "input", "french", system=system, timeout=30))
-             .add_node("shout", lambda state: {"loud": state["french"].upper()})
-             .add_edge("translate", "shout").set_entry_point("translate"))
-    assert graph.compile().run({"input": "hello"}, max_steps=4) == {"input": "hello", "french": "FR(hello)",
-                                                                    "loud": "FR(HELLO)"}
+    graph = (
+        Graph()
+        .add_node("translate", agent_node(translator, "input", "french", system=system, timeout=30))
+        .add_node("shout", lambda state: {"loud": state["french"].upper()})
+        .add_edge("translate", "shout")
+        .set_entry_point("translate")
+    )
+    assert graph.compile().run({"input": "hello"}, max_steps=4) == {
+        "input": "hello",
+        "french": "FR(hello)",
+        "loud": "FR(HELLO)",
+    }
     with pytest.raises(WorkflowError) as info:
         graph.compile().run({}, max_steps=4)
     assert info.value.reason == "missing_state_key"
@@ -255,13 +279,15 @@ def test_agent_node_asks_a_real_agent_with_its_own_instructions(system: ActorSys
 
 def test_agent_node_applies_the_agents_callbacks(system: ActorSystemHandle, emu: Emulator, spawn: Spawner) -> None:
     emu.set_script(AGENT_SCRIPT)
-    agent = spawn(unique("GraphRewritten"),
-                  config_for(emu, callbacks=["actor_tests.agents.callbacks_for_tests:Rewrite"]))
+    agent = spawn(
+        unique("GraphRewritten"), config_for(emu, callbacks=["actor_tests.agents.callbacks_for_tests:Rewrite"])
+    )
     node = agent_node(agent, system=system, timeout=30)
     assert node({"input": "quiet"}) == {"output": "PLAIN(QUIET)"}
 
 
 # ---- the sample ------------------------------------------------------------------------------------------------------
+
 
 def test_the_legacy_graph_sample_runs() -> None:
     result = run_sample("workflow_legacy_graph.py")

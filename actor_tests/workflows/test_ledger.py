@@ -34,8 +34,9 @@ def _start(ledger: SqlInvocationLedger, inv: str = "inv-1", owner: str = "a", le
     return ledger.start_workflow_invocation(inv, "wf", "1", "sequential", {"q": "hi"}, owner, lease_ms)
 
 
-def test_lifecycle_start_checkpoint_renew_pause_resume_complete_delete(ledger: SqlInvocationLedger,
-                                                                      clock: ManualClock) -> None:
+def test_lifecycle_start_checkpoint_renew_pause_resume_complete_delete(
+    ledger: SqlInvocationLedger, clock: ManualClock
+) -> None:
     lease = _start(ledger)
     assert lease == Lease(invocation_id="inv-1", owner="a", token=1, lease_until=T0 + 1000)
     st = ledger.workflow_invocation_status("inv-1")
@@ -53,11 +54,14 @@ def test_lifecycle_start_checkpoint_renew_pause_resume_complete_delete(ledger: S
     assert (st.state, st.checkpoint, st.checkpoint_seq, st.result) == ("paused", {"step": 2}, 2, {"reason": "approval"})
     assert (st.owner, st.lease_until, st.owned, st.resumable) == (None, None, False, True)
 
-    new, found = ledger.resume_workflow_invocation("inv-1", "b", 500, workflow_id="wf", version="1",
-                                                   kind="sequential")
+    new, found = ledger.resume_workflow_invocation("inv-1", "b", 500, workflow_id="wf", version="1", kind="sequential")
     assert new == Lease(invocation_id="inv-1", owner="b", token=2, lease_until=T0 + 900)
     assert (found.state, found.checkpoint, found.checkpoint_seq, found.result) == (
-        "paused", {"step": 2}, 2, {"reason": "approval"})
+        "paused",
+        {"step": 2},
+        2,
+        {"reason": "approval"},
+    )
     st = ledger.workflow_invocation_status("inv-1")
     assert (st.state, st.owner, st.lease_token, st.result, st.owned) == ("running", "b", 2, None, True)
     ledger.checkpoint(new, {"step": 3}, 3)
@@ -77,8 +81,10 @@ def test_lifecycle_start_checkpoint_renew_pause_resume_complete_delete(ledger: S
 @pytest.mark.parametrize("state", ["completed", "failed", "cancelled"])
 def test_terminal_states_are_not_resumable_nor_acquirable(ledger: SqlInvocationLedger, state: str) -> None:
     ledger.finish(_start(ledger), state, {"s": state})
-    for take in (lambda: ledger.acquire("inv-1", "b", 100), lambda: ledger.resume_workflow_invocation(
-            "inv-1", "b", 100)):
+    for take in (
+        lambda: ledger.acquire("inv-1", "b", 100),
+        lambda: ledger.resume_workflow_invocation("inv-1", "b", 100),
+    ):
         with pytest.raises(WorkflowError) as err:
             take()
         assert err.value.reason == "not_resumable"
@@ -113,7 +119,8 @@ def test_checkpoint_seq_must_be_exactly_last_plus_one(ledger: SqlInvocationLedge
 
 
 def test_finish_with_the_final_checkpoint_writes_both_in_one_transaction_or_nothing(
-        ledger: SqlInvocationLedger) -> None:
+    ledger: SqlInvocationLedger,
+) -> None:
     lease = _start(ledger)
     ledger.checkpoint(lease, {"step": 1}, 1)
     for bad in (1, 3):  # the seq rule of checkpoint(): a stale seq writes neither the checkpoint nor the outcome
@@ -121,29 +128,35 @@ def test_finish_with_the_final_checkpoint_writes_both_in_one_transaction_or_noth
             ledger.finish(lease, "completed", {"output": "x"}, checkpoint={"step": "final"}, seq=bad)
         assert (err.value.reason, err.value.details["expected"]) == ("stale_checkpoint", 2)
     st = ledger.workflow_invocation_status("inv-1")
-    assert (st.state, st.checkpoint, st.checkpoint_seq, st.result, st.owned) == ("running", {"step": 1}, 1, None,
-                                                                                   True)
+    assert (st.state, st.checkpoint, st.checkpoint_seq, st.result, st.owned) == ("running", {"step": 1}, 1, None, True)
     for partial in ({"checkpoint": {"step": "final"}}, {"seq": 2}):
         with pytest.raises(ValidationError):
             ledger.finish(lease, "completed", None, **partial)
     ledger.finish(lease, "completed", {"output": "x"}, checkpoint={"step": "final"}, seq=2)
     st = ledger.workflow_invocation_status("inv-1")
-    assert (st.state, st.checkpoint, st.checkpoint_seq, st.result) == ("completed", {"step": "final"}, 2,
-                                                                       {"output": "x"})
+    assert (st.state, st.checkpoint, st.checkpoint_seq, st.result) == (
+        "completed",
+        {"step": "final"},
+        2,
+        {"output": "x"},
+    )
     assert (st.owner, st.lease_until, st.owned) == (None, None, False)
 
 
-def test_lease_at_exact_expiry_is_expired_for_every_fenced_write(ledger: SqlInvocationLedger,
-                                                                 clock: ManualClock) -> None:
+def test_lease_at_exact_expiry_is_expired_for_every_fenced_write(
+    ledger: SqlInvocationLedger, clock: ManualClock
+) -> None:
     lease = _start(ledger, lease_ms=1000)
     clock.advance(999)
     lease = ledger.renew(lease, 1000)  # one millisecond before: still live
     assert lease.lease_until == T0 + 1999
     clock.now = lease.lease_until  # equality is expired
-    writes: list[Callable[[], Any]] = [lambda: ledger.renew(lease, 1000),
-                                       lambda: ledger.checkpoint(lease, {"late": True}, 1),
-                                       lambda: ledger.finish(lease, "completed", {"late": True}),
-                                       lambda: ledger.release(lease)]
+    writes: list[Callable[[], Any]] = [
+        lambda: ledger.renew(lease, 1000),
+        lambda: ledger.checkpoint(lease, {"late": True}, 1),
+        lambda: ledger.finish(lease, "completed", {"late": True}),
+        lambda: ledger.release(lease),
+    ]
     for write in writes:
         with pytest.raises(ConcurrencyConflict) as err:
             write()
@@ -153,8 +166,7 @@ def test_lease_at_exact_expiry_is_expired_for_every_fenced_write(ledger: SqlInvo
     assert (st.state, st.checkpoint_seq, st.lease_until, st.owned, st.result) == ("running", 0, T0 + 1999, False, None)
 
 
-def test_takeover_waits_for_expiry_and_fences_the_old_owner(ledger: SqlInvocationLedger,
-                                                            clock: ManualClock) -> None:
+def test_takeover_waits_for_expiry_and_fences_the_old_owner(ledger: SqlInvocationLedger, clock: ManualClock) -> None:
     old = _start(ledger, lease_ms=1000)
     ledger.checkpoint(old, {"step": 1}, 1)
     clock.advance(999)
@@ -168,12 +180,19 @@ def test_takeover_waits_for_expiry_and_fences_the_old_owner(ledger: SqlInvocatio
     new = ledger.acquire("inv-1", "b", 1000)
     assert (new.token, new.owner, new.lease_until) == (2, "b", T0 + 2000)
     # The old owner is alive again but fenced: even a lease that looks live to it is rejected.
-    for write in (lambda: ledger.renew(old, 5000), lambda: ledger.checkpoint(old, {"old": True}, 2),
-                  lambda: ledger.finish(old, "completed", None), lambda: ledger.release(old)):
+    for write in (
+        lambda: ledger.renew(old, 5000),
+        lambda: ledger.checkpoint(old, {"old": True}, 2),
+        lambda: ledger.finish(old, "completed", None),
+        lambda: ledger.release(old),
+    ):
         with pytest.raises(ConcurrencyConflict) as err:
             write()
         assert (err.value.reason, err.value.details["why"], err.value.details["current_token"]) == (
-            "lease_lost", "stale_token", 2)
+            "lease_lost",
+            "stale_token",
+            2,
+        )
     ledger.checkpoint(new, {"step": 2}, 2)
     assert ledger.workflow_invocation_status("inv-1").checkpoint == {"step": 2}
 
@@ -240,13 +259,15 @@ def test_invalid_arguments_write_nothing(ledger: SqlInvocationLedger) -> None:
 def test_stored_json_is_canonical(ledger: SqlInvocationLedger) -> None:
     _start(ledger)
     lease = ledger.start_workflow_invocation(
-        "inv-2", "wf", "1", "sequential", {"b": 1, "a": [1, {"d": 2, "c": "é"}]}, "a", 100)
+        "inv-2", "wf", "1", "sequential", {"b": 1, "a": [1, {"d": 2, "c": "é"}]}, "a", 100
+    )
     ledger.checkpoint(lease, {"z": 1, "y": 2}, 1)
     engine = create_engine(ledger.url)
     try:
         with engine.connect() as conn:
-            row = conn.execute(text("SELECT input, checkpoint FROM adk_workflow_invocations "
-                                    "WHERE invocation_id = 'inv-2'")).one()
+            row = conn.execute(
+                text("SELECT input, checkpoint FROM adk_workflow_invocations WHERE invocation_id = 'inv-2'")
+            ).one()
     finally:
         engine.dispose()
     assert row.input == '{"a":[1,{"c":"é","d":2}],"b":1}'

@@ -49,10 +49,12 @@ def _join_ok(procs: list[Any]) -> None:
 
 def _assert_fenced(ledger: SqlInvocationLedger, stale: Lease) -> None:
     """Every fenced write with ``stale`` is rejected as ``lease_lost``."""
-    writes: list[Callable[[], object]] = [lambda: ledger.checkpoint(stale, {"by": "stale"}, 2),
-                                          lambda: ledger.finish(stale, "failed", {"by": "stale"}),
-                                          lambda: ledger.renew(stale, 60_000),
-                                          lambda: ledger.release(stale)]
+    writes: list[Callable[[], object]] = [
+        lambda: ledger.checkpoint(stale, {"by": "stale"}, 2),
+        lambda: ledger.finish(stale, "failed", {"by": "stale"}),
+        lambda: ledger.renew(stale, 60_000),
+        lambda: ledger.release(stale),
+    ]
     for write in writes:
         with pytest.raises(ConcurrencyConflict) as err:
             write()
@@ -72,8 +74,9 @@ def test_processes_racing_for_expired_leases_exactly_one_wins_and_losers_stay_fe
             wait_until_unowned(ledger, i)
         ctx = multiprocessing.get_context("spawn")  # spawn: the descriptor really crosses a pickle
         barrier, results = ctx.Barrier(RACERS), ctx.Queue()
-        procs = [ctx.Process(target=race_acquire, args=(ledger, ids, f"racer-{r}", barrier, results))
-                 for r in range(RACERS)]
+        procs = [
+            ctx.Process(target=race_acquire, args=(ledger, ids, f"racer-{r}", barrier, results)) for r in range(RACERS)
+        ]
         for p in procs:
             p.start()
         try:
@@ -89,7 +92,11 @@ def test_processes_racing_for_expired_leases_exactly_one_wins_and_losers_stay_fe
             assert lease.token == 2
             st = ledger.workflow_invocation_status(i)
             assert (st.owner, st.lease_token, st.checkpoint, st.checkpoint_seq) == (
-                lease.owner, 2, {"by": lease.owner}, 1)
+                lease.owner,
+                2,
+                {"by": lease.owner},
+                1,
+            )
             # The pre-race owner is fenced off by its stale token...
             _assert_fenced(ledger, old[i])
             # ...and after the winner gives the invocation up and a third owner takes it, so is the winner.
@@ -107,7 +114,8 @@ def test_processes_racing_for_expired_leases_exactly_one_wins_and_losers_stay_fe
 
 
 def test_sigkilled_owner_is_taken_over_after_expiry_from_its_last_committed_checkpoint(
-        ledger_url: str, tmp_path: Path) -> None:
+    ledger_url: str, tmp_path: Path
+) -> None:
     ledger = SqlInvocationLedger(ledger_url)
     effects = tmp_path / "effects.log"
     ctx = multiprocessing.get_context("spawn")

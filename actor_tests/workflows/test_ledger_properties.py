@@ -50,8 +50,13 @@ class Model:
     """Every lease value handed out, oldest first."""
 
     def live(self, lease: Lease) -> bool:
-        return (lease.token == self.token and lease.owner == self.owner and self.lease_until is not None
-                and self.state == "running" and self.now < self.lease_until)
+        return (
+            lease.token == self.token
+            and lease.owner == self.owner
+            and self.lease_until is not None
+            and self.state == "running"
+            and self.now < self.lease_until
+        )
 
 
 def _outcome(call: Any) -> tuple[str, Any]:
@@ -136,7 +141,12 @@ def _writers_now(ledger: SqlInvocationLedger, model: Model) -> list[Lease]:
 def _check(ledger: SqlInvocationLedger, model: Model, inv: str) -> None:
     status = ledger.workflow_invocation_status(inv)
     assert (status.state, status.owner, status.lease_token, status.lease_until, status.checkpoint_seq) == (
-        model.state, model.owner, model.token, model.lease_until, model.seq)
+        model.state,
+        model.owner,
+        model.token,
+        model.lease_until,
+        model.seq,
+    )
     assert status.checkpoint == (None if model.seq == 0 else {"seq": model.seq, "by": status.checkpoint["by"]})
     # A renewal hands out a new Lease value with the same token; the token is the fence, so count holders.
     holders = {(lease.owner, lease.token) for lease in _writers_now(ledger, model)}

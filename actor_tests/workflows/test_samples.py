@@ -39,8 +39,7 @@ EXPECTED = {
         "'node': 'approval'} state={'approval_requested': True}",
         "approval: approved -> Completed state={'approval_requested': True, 'accepted': True} steps=2",
         "approval: rejected -> Completed state={'approval_requested': True}",
-        "typed nodes: size=3 path=['classify', 'settle', 'small'] state={'size': 3, 'paid': 10} "
-        "output={'price': 6}",
+        "typed nodes: size=3 path=['classify', 'settle', 'small'] state={'size': 3, 'paid': 10} output={'price': 6}",
         "typed nodes: size=12 path=['classify', 'large', 'settle'] state={'size': 12, 'reviewed': True, "
         "'paid': 40} output={'price': 36}",
         "agent node: state={'doc': 'd-7', 'reviewed': True} output='You said: Review d-7'",
@@ -93,8 +92,9 @@ def test_sample_runs_and_prints_the_expected_lines(sample: str) -> None:
 def _doc_blocks(path: Path) -> list[tuple[str, bool]]:
     """``(code, illustrative)`` for every ```` ```python ```` block of a Markdown file."""
     blocks = []
-    for match in re.finditer(r"(?:^(<!-- illustrative -->)\n)?```python\n(.*?)```", path.read_text(),
-                             flags=re.S | re.M):
+    for match in re.finditer(
+        r"(?:^(<!-- illustrative -->)\n)?```python\n(.*?)```", path.read_text(), flags=re.S | re.M
+    ):
         blocks.append((match.group(2), match.group(1) == ILLUSTRATIVE))
     return blocks
 
@@ -104,7 +104,7 @@ def _is_excerpt(block: str, source: str) -> bool:
     wanted = textwrap.dedent(block).rstrip("\n").splitlines()
     lines = source.splitlines()
     for start in range(len(lines) - len(wanted) + 1):
-        window = "\n".join(lines[start:start + len(wanted)])
+        window = "\n".join(lines[start : start + len(wanted)])
         if textwrap.dedent(window).splitlines() == wanted:
             return True
     return False

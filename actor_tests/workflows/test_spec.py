@@ -81,7 +81,10 @@ class EchoTool:
 
 def sequential_spec() -> dict[str, Any]:
     return {
-        "version": 1, "id": "readme-sequential-v1", "kind": "sequential", "max_steps": 4,
+        "version": 1,
+        "id": "readme-sequential-v1",
+        "kind": "sequential",
+        "max_steps": 4,
         "input_schema": {"type": "object", "required": ["count"]},
         "output_schema": {"type": "string"},
         "steps": [{"id": "increment", "run": two_args}, {"id": "finish", "run": two_args}],
@@ -89,33 +92,66 @@ def sequential_spec() -> dict[str, Any]:
 
 
 def parallel_spec() -> dict[str, Any]:
-    return {"version": 1, "id": "readme-parallel-v1", "kind": "parallel", "max_concurrency": 2,
-            "merge": "reject_conflicts",
-            "branches": [{"id": "left", "run": one_arg}, {"id": "right", "run": one_arg}]}
+    return {
+        "version": 1,
+        "id": "readme-parallel-v1",
+        "kind": "parallel",
+        "max_concurrency": 2,
+        "merge": "reject_conflicts",
+        "branches": [{"id": "left", "run": one_arg}, {"id": "right", "run": one_arg}],
+    }
 
 
 def loop_spec() -> dict[str, Any]:
-    return {"version": 1, "id": "readme-loop-v1", "kind": "loop", "max_iterations": 3, "body": one_arg,
-            "until": one_arg}
+    return {
+        "version": 1,
+        "id": "readme-loop-v1",
+        "kind": "loop",
+        "max_iterations": 3,
+        "body": one_arg,
+        "until": one_arg,
+    }
 
 
 def transfer_spec() -> dict[str, Any]:
-    return {"version": 1, "id": "readme-transfer-v1", "kind": "transfer", "entry": "triage", "max_transfers": 1,
-            "members": {"triage": {"run": two_args}, "specialist": {"run": two_args}}}
+    return {
+        "version": 1,
+        "id": "readme-transfer-v1",
+        "kind": "transfer",
+        "entry": "triage",
+        "max_transfers": 1,
+        "members": {"triage": {"run": two_args}, "specialist": {"run": two_args}},
+    }
 
 
 def graph_spec() -> dict[str, Any]:
-    return {"version": 1, "id": "readme-graph-v1", "kind": "graph", "entry": "counter", "max_steps": 5,
-            "nodes": [{"id": "counter", "run": one_arg}],
-            "edges": {"counter": {"route": two_args}}}
+    return {
+        "version": 1,
+        "id": "readme-graph-v1",
+        "kind": "graph",
+        "entry": "counter",
+        "max_steps": 5,
+        "nodes": [{"id": "counter", "run": one_arg}],
+        "edges": {"counter": {"route": two_args}},
+    }
 
 
 def fork_join_spec() -> dict[str, Any]:
     return {
-        "version": 1, "id": "readme-fork-join-v1", "kind": "graph", "entry": "fork", "max_steps": 6,
+        "version": 1,
+        "id": "readme-fork-join-v1",
+        "kind": "graph",
+        "entry": "fork",
+        "max_steps": 6,
         "nodes": [
-            {"id": "fork", "type": "fork", "branches": ["left", "right"], "join": "join",
-             "merge": "reject_conflicts", "max_concurrency": 2},
+            {
+                "id": "fork",
+                "type": "fork",
+                "branches": ["left", "right"],
+                "join": "join",
+                "merge": "reject_conflicts",
+                "max_concurrency": 2,
+            },
             {"id": "left", "run": one_arg},
             {"id": "right", "run": one_arg},
             {"id": "join", "type": "join", "run": two_args},
@@ -127,12 +163,20 @@ def fork_join_spec() -> dict[str, Any]:
 def typed_graph_spec() -> dict[str, Any]:
     """Every node type once."""
     return {
-        "version": 3, "id": "typed", "kind": "graph", "entry": "pick",
+        "version": 3,
+        "id": "typed",
+        "kind": "graph",
+        "entry": "pick",
         "nodes": [
             {"id": "pick", "type": "branch", "targets": ["fork", "ask"], "select": two_args},
             {"id": "fork", "type": "fork", "branches": ["a", "use_tool"], "join": "join"},
-            {"id": "a", "type": "action", "run": one_arg, "timeout": 500,
-             "retry": {"max_attempts": 3, "backoff_ms": 10}},
+            {
+                "id": "a",
+                "type": "action",
+                "run": one_arg,
+                "timeout": 500,
+                "retry": {"max_attempts": 3, "backoff_ms": 10},
+            },
             {"id": "use_tool", "type": "tool", "tool": {"tool": EchoTool(), "args": one_arg}},
             {"id": "join", "type": "join"},
             {"id": "ask", "type": "agent", "agent": {"name": "helper", "prompt": "hi", "decision": two_args}},
@@ -144,8 +188,15 @@ def typed_graph_spec() -> dict[str, Any]:
     }
 
 
-ALL_SPECS: list[Callable[[], dict[str, Any]]] = [sequential_spec, parallel_spec, loop_spec, transfer_spec,
-                                                 graph_spec, fork_join_spec, typed_graph_spec]
+ALL_SPECS: list[Callable[[], dict[str, Any]]] = [
+    sequential_spec,
+    parallel_spec,
+    loop_spec,
+    transfer_spec,
+    graph_spec,
+    fork_join_spec,
+    typed_graph_spec,
+]
 
 
 def reject(spec: Mapping[str, Any], reason: str, **details: Any) -> WorkflowError:
@@ -194,10 +245,15 @@ def test_defaults_and_common_options() -> None:
     compiled = compile_workflow({**graph_spec(), "max_steps": None})
     assert compiled.max_steps == DEFAULT_MAX_STEPS and compiled.max_transfers == DEFAULT_MAX_TRANSFERS
     assert compiled.max_concurrency is None and compiled.timeout is None
-    compiled = compile_workflow({**graph_spec(), "timeout": 120_000, "retention_ms": 0, "max_transfers": 0,
-                                 "max_concurrency": 3})
+    compiled = compile_workflow(
+        {**graph_spec(), "timeout": 120_000, "retention_ms": 0, "max_transfers": 0, "max_concurrency": 3}
+    )
     assert (compiled.timeout, compiled.retention_ms, compiled.max_transfers, compiled.max_concurrency) == (
-        120_000, 0, 0, 3)
+        120_000,
+        0,
+        0,
+        3,
+    )
 
 
 def test_schemas_are_compiled_once_at_compile_time() -> None:
@@ -231,17 +287,26 @@ def test_node_options_are_compiled() -> None:
 
 
 def _run_fn(spec_run: Any) -> Fn:
-    compiled = compile_workflow({"version": 1, "id": "w", "kind": "sequential",
-                                 "steps": [{"id": "s", "run": spec_run}]})
+    compiled = compile_workflow(
+        {"version": 1, "id": "w", "kind": "sequential", "steps": [{"id": "s", "run": spec_run}]}
+    )
     fn = compiled.node("s").run
     assert fn is not None
     return fn
 
 
-@pytest.mark.parametrize(("fn", "arity"), [
-    (one_arg, 1), (two_args, 2), (optional_context, 2), (star_args, 2), (CallableObject(), 2),
-    (lambda state: None, 1), (lambda state, context: None, 2),
-])
+@pytest.mark.parametrize(
+    ("fn", "arity"),
+    [
+        (one_arg, 1),
+        (two_args, 2),
+        (optional_context, 2),
+        (star_args, 2),
+        (CallableObject(), 2),
+        (lambda state: None, 1),
+        (lambda state, context: None, 2),
+    ],
+)
 def test_arity_is_decided_at_compile_time(fn: Any, arity: int) -> None:
     assert _run_fn(fn).arity == arity
 
@@ -267,16 +332,23 @@ def test_a_callable_ref_is_accepted_and_resolved_for_its_arity() -> None:
 
 @pytest.mark.parametrize("bad", ["pkg.mod:fn", 42, None, no_args, three_args, required_keyword, CallableObject])
 def test_a_run_that_cannot_be_called_with_state_is_rejected(bad: Any) -> None:
-    err = reject({"version": 1, "id": "w", "kind": "sequential", "steps": [{"id": "s", "run": bad}]},
-                 "invalid_callable", key="run", node="s")
+    err = reject(
+        {"version": 1, "id": "w", "kind": "sequential", "steps": [{"id": "s", "run": bad}]},
+        "invalid_callable",
+        key="run",
+        node="s",
+    )
     assert "pkg.mod" not in str(err.details)
 
 
 def test_an_unpicklable_closure_is_rejected_with_its_attribute_path() -> None:
     lock = threading.Lock()
-    err = reject({"version": 1, "id": "w", "kind": "sequential",
-                  "steps": [{"id": "s", "run": lambda state: lock.locked()}]},
-                 "unpicklable_callable", key="run", node="s")
+    err = reject(
+        {"version": 1, "id": "w", "kind": "sequential", "steps": [{"id": "s", "run": lambda state: lock.locked()}]},
+        "unpicklable_callable",
+        key="run",
+        node="s",
+    )
     assert err.details["path"] == "fn.<closure>.lock"
 
 
@@ -309,8 +381,10 @@ def test_the_fingerprint_is_stable_and_tracks_structure() -> None:
 
 def test_by_value_callables_are_fingerprinted_by_label_so_a_rebuilt_workflow_matches() -> None:
     def build() -> CompiledWorkflow:
-        return compile_workflow({"version": 1, "id": "w", "kind": "sequential",
-                                 "steps": [{"id": "s", "run": lambda state: Ok({"x": 1})}]})
+        return compile_workflow(
+            {"version": 1, "id": "w", "kind": "sequential", "steps": [{"id": "s", "run": lambda state: Ok({"x": 1})}]}
+        )
+
     assert build().fingerprint == build().fingerprint
 
 
@@ -360,11 +434,23 @@ def test_unknown_keys_that_are_not_identifiers_are_named_by_position() -> None:
     assert "secret" not in str(err.details) and err.details["key"].startswith("<key#")
 
 
-@pytest.mark.parametrize(("make", "key"), [
-    (sequential_spec, "steps"), (sequential_spec, "id"), (sequential_spec, "version"), (sequential_spec, "kind"),
-    (parallel_spec, "branches"), (loop_spec, "body"), (loop_spec, "until"), (loop_spec, "max_iterations"),
-    (transfer_spec, "entry"), (transfer_spec, "members"), (graph_spec, "entry"), (graph_spec, "nodes"),
-])
+@pytest.mark.parametrize(
+    ("make", "key"),
+    [
+        (sequential_spec, "steps"),
+        (sequential_spec, "id"),
+        (sequential_spec, "version"),
+        (sequential_spec, "kind"),
+        (parallel_spec, "branches"),
+        (loop_spec, "body"),
+        (loop_spec, "until"),
+        (loop_spec, "max_iterations"),
+        (transfer_spec, "entry"),
+        (transfer_spec, "members"),
+        (graph_spec, "entry"),
+        (graph_spec, "nodes"),
+    ],
+)
 def test_missing_required_keys_are_named(make: Callable[[], dict[str, Any]], key: str) -> None:
     spec = make()
     del spec[key]
@@ -483,18 +569,33 @@ def test_edges_are_checked() -> None:
 
 def test_joins_without_run_cannot_chain_into_each_other() -> None:
     spec = {
-        "version": 1, "id": "spin", "kind": "graph", "entry": "f",
-        "nodes": [{"id": "f", "type": "fork", "branches": ["a"], "join": "j"}, {"id": "a", "run": one_arg},
-                  {"id": "j", "type": "join"}],
+        "version": 1,
+        "id": "spin",
+        "kind": "graph",
+        "entry": "f",
+        "nodes": [
+            {"id": "f", "type": "fork", "branches": ["a"], "join": "j"},
+            {"id": "a", "run": one_arg},
+            {"id": "j", "type": "join"},
+        ],
         "edges": {"j": "j"},
     }
     reject(spec, "invalid_edge", node="j")
 
 
-@pytest.mark.parametrize(("key", "value"), [
-    ("max_steps", 0), ("max_steps", -1), ("max_steps", True), ("max_steps", 1.5), ("max_transfers", -1),
-    ("max_concurrency", 0), ("timeout", 0), ("retention_ms", -5),
-])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("max_steps", 0),
+        ("max_steps", -1),
+        ("max_steps", True),
+        ("max_steps", 1.5),
+        ("max_transfers", -1),
+        ("max_concurrency", 0),
+        ("timeout", 0),
+        ("retention_ms", -5),
+    ],
+)
 def test_budgets_and_timeouts_are_validated(key: str, value: Any) -> None:
     reject({**graph_spec(), key: value}, "invalid_value", key=key)
 
@@ -553,9 +654,11 @@ def test_a_tool_may_be_a_plain_callable_or_a_callable_ref() -> None:
 
 # -- properties ----------------------------------------------------------------------------------------------------
 
-_json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
-                                                                                max_size=3), max_leaves=8)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
 _junk = _json | st.sampled_from([one_arg, two_args, object(), float("nan"), b"bytes", ()])
 
 
@@ -581,8 +684,9 @@ def _at(spec: Any, path: tuple[Any, ...]) -> Any:
 
 @settings(max_examples=300, deadline=None)
 @given(make=st.sampled_from(ALL_SPECS), data=st.data())
-def test_replacing_any_value_with_junk_raises_only_workflow_errors(make: Callable[[], dict[str, Any]],
-                                                                  data: st.DataObject) -> None:
+def test_replacing_any_value_with_junk_raises_only_workflow_errors(
+    make: Callable[[], dict[str, Any]], data: st.DataObject
+) -> None:
     spec = make()
     container = _at(spec, data.draw(st.sampled_from(_paths(spec))))
     if isinstance(container, dict) and container:
@@ -592,30 +696,88 @@ def test_replacing_any_value_with_junk_raises_only_workflow_errors(make: Callabl
     try:
         compiled = compile_workflow(spec)
     except WorkflowError as exc:
-        assert exc.reason in {"invalid_spec", "unknown_key", "missing_key", "invalid_value", "invalid_id",
-                              "duplicate_id", "undeclared_node", "invalid_callable", "unpicklable_callable",
-                              "invalid_merge", "invalid_join", "unreachable_join", "invalid_fork_branch",
-                              "missing_edge", "invalid_edge", "invalid_schema", "limit_exceeded"}
+        assert exc.reason in {
+            "invalid_spec",
+            "unknown_key",
+            "missing_key",
+            "invalid_value",
+            "invalid_id",
+            "duplicate_id",
+            "undeclared_node",
+            "invalid_callable",
+            "unpicklable_callable",
+            "invalid_merge",
+            "invalid_join",
+            "unreachable_join",
+            "invalid_fork_branch",
+            "missing_edge",
+            "invalid_edge",
+            "invalid_schema",
+            "limit_exceeded",
+        }
         assert isinstance(exc.details, dict)
     else:
         assert pickle.loads(pickle.dumps(compiled)).fingerprint == compiled.fingerprint
 
 
-_FORMAT_KEYS = {"version", "id", "kind", "max_steps", "max_transfers", "max_concurrency", "timeout", "retention_ms",
-                "input_schema", "output_schema", "steps", "branches", "merge", "body", "until", "max_iterations",
-                "entry", "members", "nodes", "edges", "type", "run", "retry", "join", "targets", "select", "done",
-                "agent", "tool", "workflow", "name", "prompt", "decision", "args", "max_attempts", "backoff_ms"}
+_FORMAT_KEYS = {
+    "version",
+    "id",
+    "kind",
+    "max_steps",
+    "max_transfers",
+    "max_concurrency",
+    "timeout",
+    "retention_ms",
+    "input_schema",
+    "output_schema",
+    "steps",
+    "branches",
+    "merge",
+    "body",
+    "until",
+    "max_iterations",
+    "entry",
+    "members",
+    "nodes",
+    "edges",
+    "type",
+    "run",
+    "retry",
+    "join",
+    "targets",
+    "select",
+    "done",
+    "agent",
+    "tool",
+    "workflow",
+    "name",
+    "prompt",
+    "decision",
+    "args",
+    "max_attempts",
+    "backoff_ms",
+}
 
 
 @settings(max_examples=200, deadline=None)
-@given(make=st.sampled_from(ALL_SPECS), data=st.data(),
-       key=st.text(min_size=1, max_size=12).filter(lambda k: k.isidentifier() and k not in _FORMAT_KEYS))
-def test_an_added_key_anywhere_in_a_spec_map_is_rejected_as_unknown(make: Callable[[], dict[str, Any]],
-                                                                   data: st.DataObject, key: str) -> None:
+@given(
+    make=st.sampled_from(ALL_SPECS),
+    data=st.data(),
+    key=st.text(min_size=1, max_size=12).filter(lambda k: k.isidentifier() and k not in _FORMAT_KEYS),
+)
+def test_an_added_key_anywhere_in_a_spec_map_is_rejected_as_unknown(
+    make: Callable[[], dict[str, Any]], data: st.DataObject, key: str
+) -> None:
     spec = make()
     # Format maps only: edges and members are keyed by node names, and a JSON Schema may carry any keyword.
-    maps = [p for p in _paths(spec) if isinstance(_at(spec, p), dict)
-            and not {"edges", "input_schema", "output_schema"} & set(p) and p != ("members",)]
+    maps = [
+        p
+        for p in _paths(spec)
+        if isinstance(_at(spec, p), dict)
+        and not {"edges", "input_schema", "output_schema"} & set(p)
+        and p != ("members",)
+    ]
     _at(spec, data.draw(st.sampled_from(maps)))[key] = 1
     with pytest.raises(WorkflowError) as info:
         compile_workflow(spec)
@@ -627,8 +789,13 @@ def test_an_added_key_anywhere_in_a_spec_map_is_rejected_as_unknown(make: Callab
 @given(ids=st.lists(st.text(min_size=1, max_size=10), min_size=1, max_size=6))
 def test_sequential_step_ids_compile_iff_valid_and_unique(ids: list[str]) -> None:
     spec = {"version": 1, "id": "w", "kind": "sequential", "steps": [{"id": i, "run": one_arg} for i in ids]}
-    valid = all(i != "end_node" and not i.startswith("$") and not any(c in i for c in "#>/")
-                and all(ord(c) >= 0x20 and ord(c) != 0x7F for c in i) for i in ids)
+    valid = all(
+        i != "end_node"
+        and not i.startswith("$")
+        and not any(c in i for c in "#>/")
+        and all(ord(c) >= 0x20 and ord(c) != 0x7F for c in i)
+        for i in ids
+    )
     try:
         compiled = compile_workflow(spec)
     except WorkflowError as exc:
@@ -643,8 +810,12 @@ def test_sequential_step_ids_compile_iff_valid_and_unique(ids: list[str]) -> Non
 @settings(max_examples=100, deadline=None)
 @given(steps=st.integers(1, 50), version=st.integers(0, 10**6))
 def test_the_fingerprint_is_a_pure_function_of_the_spec(steps: int, version: int) -> None:
-    spec = {"version": version, "id": "w", "kind": "sequential",
-            "steps": [{"id": f"s{i}", "run": one_arg if i % 2 else two_args} for i in range(steps)]}
+    spec = {
+        "version": version,
+        "id": "w",
+        "kind": "sequential",
+        "steps": [{"id": f"s{i}", "run": one_arg if i % 2 else two_args} for i in range(steps)],
+    }
     assert compile_workflow(spec).fingerprint == compile_workflow(copy.deepcopy(spec)).fingerprint
 
 

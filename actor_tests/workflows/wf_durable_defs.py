@@ -33,6 +33,7 @@ def counter(lab: str | Path, name: str) -> CrossProcessCounter:
 
 # ---- the README's approval graph -------------------------------------------------------------------------------
 
+
 def ask_approval(state: dict[str, Any]) -> Any:
     return Pause("human_approval", "Approve this action", {"approval_requested": True})
 
@@ -47,14 +48,21 @@ def accept(state: dict[str, Any]) -> Any:
 
 def build_approval() -> CompiledWorkflow:
     """``readme-graph-approval-v1``: pause for approval, then accept."""
-    return compile_workflow({
-        "version": 1, "id": "readme-graph-approval-v1", "kind": "graph", "entry": "approval", "max_steps": 3,
-        "nodes": [{"id": "approval", "run": ask_approval}, {"id": "accepted", "run": accept}],
-        "edges": {"approval": {"route": route_approval}, "accepted": "end_node"},
-    })
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": "readme-graph-approval-v1",
+            "kind": "graph",
+            "entry": "approval",
+            "max_steps": 3,
+            "nodes": [{"id": "approval", "run": ask_approval}, {"id": "accepted", "run": accept}],
+            "edges": {"approval": {"route": route_approval}, "accepted": "end_node"},
+        }
+    )
 
 
 # ---- prepare -> effect -> finish ---------------------------------------------------------------------------------
+
 
 def prepare(state: dict[str, Any]) -> Any:
     counter(state["lab"], "prepare").incr()
@@ -80,15 +88,23 @@ def finish(state: dict[str, Any]) -> Any:
 
 def build_guarded() -> CompiledWorkflow:
     """``durable-guarded-v1``: ``prepare`` -> ``effect`` -> ``finish``; input ``{"lab": dir}``."""
-    return compile_workflow({
-        "version": 1, "id": "durable-guarded-v1", "kind": "sequential",
-        "input_schema": {"type": "object", "required": ["lab"]},
-        "steps": [{"id": "prepare", "run": prepare}, {"id": "effect", "run": effect},
-                  {"id": "finish", "run": finish}],
-    })
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": "durable-guarded-v1",
+            "kind": "sequential",
+            "input_schema": {"type": "object", "required": ["lab"]},
+            "steps": [
+                {"id": "prepare", "run": prepare},
+                {"id": "effect", "run": effect},
+                {"id": "finish", "run": finish},
+            ],
+        }
+    )
 
 
 # ---- instant branches: the outcome is reached while the previous checkpoint write may be in flight ----------
+
 
 def left(state: dict[str, Any]) -> Any:
     return Output("left-output", {"left": 1})
@@ -112,31 +128,48 @@ def join_outputs(state: dict[str, Any], context: dict[str, Any]) -> Any:
 
 def build_instant_parallel() -> CompiledWorkflow:
     """``durable-parallel-v1``: two instant branches."""
-    return compile_workflow({"version": 1, "id": "durable-parallel-v1", "kind": "parallel", "max_concurrency": 2,
-                             "branches": [{"id": "left", "run": left}, {"id": "right", "run": right}]})
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": "durable-parallel-v1",
+            "kind": "parallel",
+            "max_concurrency": 2,
+            "branches": [{"id": "left", "run": left}, {"id": "right", "run": right}],
+        }
+    )
 
 
 def build_instant_fork(second: str) -> CompiledWorkflow:
     """``durable-fork-<second>-v1``: a graph fork of ``left`` and ``second`` (``right``, ``refuse`` or ``ask``)
     joined by ``join``."""
     runs = {"right": right, "refuse": refuse, "ask": ask}
-    return compile_workflow({
-        "version": 1, "id": f"durable-fork-{second}-v1", "kind": "graph", "entry": "fork",
-        "nodes": [{"id": "fork", "type": "fork", "branches": ["left", second], "join": "join",
-                   "max_concurrency": 2},
-                  {"id": "left", "run": left}, {"id": second, "run": runs[second]},
-                  {"id": "join", "type": "join", "run": join_outputs}],
-        "edges": {"join": "end_node"}})
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": f"durable-fork-{second}-v1",
+            "kind": "graph",
+            "entry": "fork",
+            "nodes": [
+                {"id": "fork", "type": "fork", "branches": ["left", second], "join": "join", "max_concurrency": 2},
+                {"id": "left", "run": left},
+                {"id": second, "run": runs[second]},
+                {"id": "join", "type": "join", "run": join_outputs},
+            ],
+            "edges": {"join": "end_node"},
+        }
+    )
 
 
 # ---- steps that signal the test: under state["lab"], named by their node ---------------------------------------
+
 
 def gated_step(state: dict[str, Any], context: dict[str, Any]) -> Any:
     """Count the call, wait at the gate ``<node>.gate`` (posting ``waiting``), then output the node's name."""
     lab, node = state["lab"], context["node"]
     call = counter(lab, node).incr()
-    if not hold(str(Path(lab) / f"{node}.gate"), str(Path(lab) / CHANNEL), step=node, call=call,
-                attempt=context["attempt"]):
+    if not hold(
+        str(Path(lab) / f"{node}.gate"), str(Path(lab) / CHANNEL), step=node, call=call, attempt=context["attempt"]
+    ):
         return ActionFailed("gate_not_opened")
     return Output(node, {node: True})
 
@@ -149,12 +182,19 @@ def counted_step(state: dict[str, Any], context: dict[str, Any]) -> Any:
 
 def build_gated(workflow_id: str, *steps: str) -> CompiledWorkflow:
     """A sequential workflow whose steps are ``gated_step`` (the first) and ``counted_step`` (the rest)."""
-    return compile_workflow({
-        "version": 1, "id": workflow_id, "kind": "sequential", "input_schema": {"type": "object", "required": ["lab"]},
-        "steps": [{"id": step, "run": gated_step if i == 0 else counted_step} for i, step in enumerate(steps)]})
+    return compile_workflow(
+        {
+            "version": 1,
+            "id": workflow_id,
+            "kind": "sequential",
+            "input_schema": {"type": "object", "required": ["lab"]},
+            "steps": [{"id": step, "run": gated_step if i == 0 else counted_step} for i, step in enumerate(steps)],
+        }
+    )
 
 
 # ---- a ledger clock every process reads ------------------------------------------------------------------------
+
 
 class FileClock:
     """An injected ledger clock (epoch ms) kept in a file, so the test moves it for every process at once."""
@@ -175,6 +215,7 @@ class FileClock:
 
 # ---- resume from a new process -----------------------------------------------------------------------------------
 
+
 def _resume(port: int, hosts: int, url: str, invocation_id: str) -> dict[str, Any]:
     from adk_actors.runtime.system import attach
     from adk_actors.settings import Settings
@@ -183,11 +224,16 @@ def _resume(port: int, hosts: int, url: str, invocation_id: str) -> dict[str, An
     handle = attach(port, Settings(hosts=hosts), make_default=False)
     ledger = SqlInvocationLedger(url)
     try:
-        ref = resume_workflow_invocation(invocation_id, build_approval(), ledger=ledger,
-                                         resume_input={"approved": True}, system=handle)
+        ref = resume_workflow_invocation(
+            invocation_id, build_approval(), ledger=ledger, resume_input={"approved": True}, system=handle
+        )
         outcome = wait_workflow(ref, 30, system=handle)
-        return {"pid": os.getpid(), "ref": ref.ref_id, "outcome": type(outcome).__name__,
-                "state": getattr(outcome, "state", None)}
+        return {
+            "pid": os.getpid(),
+            "ref": ref.ref_id,
+            "outcome": type(outcome).__name__,
+            "state": getattr(outcome, "state", None),
+        }
     finally:
         ledger.close()
         handle.detach()

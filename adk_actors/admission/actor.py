@@ -50,15 +50,20 @@ class AdmissionControl(GenServer):
             if overflow not in (None, "reject", "queue"):
                 raise PolicyDenied("overflow must be 'reject' or 'queue'", reason="invalid_admission_options")
             timeout = request.queue_timeout_ms if request.queue_timeout_ms >= 0 else None
-            decision = self.state.acquire(ctx.call_id, request.agent, request.owner_pid, now,
-                                          overflow=overflow, queue_timeout_ms=timeout,  # type: ignore[arg-type]
-                                          caller_deadline=ctx.deadline)
+            decision = self.state.acquire(
+                ctx.call_id,
+                request.agent,
+                request.owner_pid,
+                now,
+                overflow=overflow,  # type: ignore[arg-type]  # checked to be one of the literals above
+                queue_timeout_ms=timeout,
+                caller_deadline=ctx.deadline,
+            )
             if isinstance(decision, Grant):
                 self._watch(request.owner_pid)
                 return decision.permit
             if isinstance(decision, Reject):
-                raise PolicyDenied("admission limits reached", reason=decision.reason,
-                                   details={"agent": request.agent})
+                raise PolicyDenied("admission limits reached", reason=decision.reason, details={"agent": request.agent})
             assert isinstance(decision, Waiting)
             self.waiters[ctx.call_id] = ctx
             self._watch(request.owner_pid)
@@ -114,8 +119,9 @@ class AdmissionControl(GenServer):
     def _owner_exited(self, pid: int) -> None:
         released, dropped, grants = self.state.owner_exited(pid)
         if released or dropped:
-            self.log.warning("admission owner exited; permits released", owner_pid=pid, released=len(released),
-                             dropped=len(dropped))
+            self.log.warning(
+                "admission owner exited; permits released", owner_pid=pid, released=len(released), dropped=len(dropped)
+            )
         for request_id in dropped:
             self.waiters.pop(request_id, None)
         self._grant(grants)

@@ -36,15 +36,20 @@ class AdmissionConfig:
         for name in ("global_limit", "default_agent_limit", "max_queue", "default_queue_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "max_queue" else 1):
-                raise ConfigError(f"admission {name} must be a positive integer", reason="invalid_value",
-                                  details={"key": name})
+                raise ConfigError(
+                    f"admission {name} must be a positive integer", reason="invalid_value", details={"key": name}
+                )
         if self.overflow not in ("reject", "queue"):
-            raise ConfigError("admission overflow must be 'reject' or 'queue'", reason="invalid_value",
-                              details={"key": "overflow"})
+            raise ConfigError(
+                "admission overflow must be 'reject' or 'queue'", reason="invalid_value", details={"key": "overflow"}
+            )
         for agent, limit in self.agent_limits.items():
             if not isinstance(agent, str) or isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-                raise ConfigError("agent_limits maps agent names to positive integers", reason="invalid_value",
-                                  details={"key": "agent_limits"})
+                raise ConfigError(
+                    "agent_limits maps agent names to positive integers",
+                    reason="invalid_value",
+                    details={"key": "agent_limits"},
+                )
 
     def limit_for(self, agent: str) -> int:
         return self.agent_limits.get(agent, self.default_agent_limit)
@@ -100,8 +105,9 @@ class AdmissionState:
     released_by_owner_exit: int = 0
 
     def _has_room(self, agent: str) -> bool:
-        return (len(self.in_use) < self.config.global_limit
-                and self.per_agent.get(agent, 0) < self.config.limit_for(agent))
+        return len(self.in_use) < self.config.global_limit and self.per_agent.get(agent, 0) < self.config.limit_for(
+            agent
+        )
 
     def _grant(self, request_id: str, agent: str, owner: int) -> Grant:
         permit = Permit(permit_id=request_id, agent=agent, owner=owner)
@@ -110,8 +116,17 @@ class AdmissionState:
         self.granted_total += 1
         return Grant(request_id, permit)
 
-    def acquire(self, request_id: str, agent: str, owner: int, now: float, *, overflow: Overflow | None = None,
-                queue_timeout_ms: int | None = None, caller_deadline: float | None = None) -> Grant | Reject | Waiting:
+    def acquire(
+        self,
+        request_id: str,
+        agent: str,
+        owner: int,
+        now: float,
+        *,
+        overflow: Overflow | None = None,
+        queue_timeout_ms: int | None = None,
+        caller_deadline: float | None = None,
+    ) -> Grant | Reject | Waiting:
         """Grant at once, queue (FIFO, bounded, with an absolute deadline) or reject with ``busy``.
 
         A queued request leaves the queue at its queue deadline or at ``caller_deadline`` (when the caller stops
@@ -184,7 +199,13 @@ class AdmissionState:
         return grants
 
     def snapshot(self) -> dict[str, Any]:
-        return {"in_use": len(self.in_use), "per_agent": dict(sorted(self.per_agent.items())),
-                "queued": len(self.queue), "granted_total": self.granted_total,
-                "rejected_total": self.rejected_total, "released_by_owner_exit": self.released_by_owner_exit,
-                "global_limit": self.config.global_limit, "overflow": self.config.overflow}
+        return {
+            "in_use": len(self.in_use),
+            "per_agent": dict(sorted(self.per_agent.items())),
+            "queued": len(self.queue),
+            "granted_total": self.granted_total,
+            "rejected_total": self.rejected_total,
+            "released_by_owner_exit": self.released_by_owner_exit,
+            "global_limit": self.config.global_limit,
+            "overflow": self.config.overflow,
+        }

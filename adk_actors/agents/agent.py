@@ -33,12 +33,29 @@ __all__ = ["INCLUDE_CONTENTS", "Agent"]
 INCLUDE_CONTENTS = {"default": "include", "none": "exclude"}
 """google-adk's ``include_contents`` values and the ``history_policy`` each one is."""
 
-_KEY_OF_FIELD = {"instruction": "instructions", "generate_content_config": "generation_config",
-                 "include_contents": "history_policy"}
+_KEY_OF_FIELD = {
+    "instruction": "instructions",
+    "generate_content_config": "generation_config",
+    "include_contents": "history_policy",
+}
 _FIELD_OF_KEY = {key: name for name, key in _KEY_OF_FIELD.items()}
-_FIELD_KEYS = frozenset({"name", "model", "instructions", "global_instruction", "description", "sub_agents",
-                         "output_key", "input_schema", "output_schema", "generation_config", "history_policy",
-                         "callbacks", "callback_config"})
+_FIELD_KEYS = frozenset(
+    {
+        "name",
+        "model",
+        "instructions",
+        "global_instruction",
+        "description",
+        "sub_agents",
+        "output_key",
+        "input_schema",
+        "output_schema",
+        "generation_config",
+        "history_policy",
+        "callbacks",
+        "callback_config",
+    }
+)
 """Dict-config keys an ``Agent`` field sets (``provider_config`` may not hold them)."""
 _DICT_ONLY_KEYS = frozenset({"session_id", "session_service"})
 """Dict-config keys an ``Agent`` value does not offer (the compatibility conversation's persistence)."""
@@ -137,19 +154,22 @@ class Agent:
             if not isinstance(value, list | tuple):
                 raise ConfigError(f"{name} is a list", reason="invalid_value", details={"key": name})
             object.__setattr__(self, name, tuple(value))
-        for name in ("generate_content_config", "callback_config", "provider_config", "input_schema",
-                     "output_schema"):
+        for name in ("generate_content_config", "callback_config", "provider_config", "input_schema", "output_schema"):
             object.__setattr__(self, name, _freeze(getattr(self, name)))
         if self.include_contents not in INCLUDE_CONTENTS:
-            raise ConfigError("include_contents is 'default' or 'none'", reason="invalid_value",
-                              details={"key": "include_contents"})
+            raise ConfigError(
+                "include_contents is 'default' or 'none'", reason="invalid_value", details={"key": "include_contents"}
+            )
         if self.provider_config is not None and not isinstance(self.provider_config, Mapping):
             raise ConfigError("provider_config is a dict", reason="invalid_value", details={"key": "provider_config"})
         for key in self.provider_config or {}:
             if key in _FIELD_KEYS or key in _DICT_ONLY_KEYS:
                 use = _FIELD_OF_KEY.get(key, key) if key in _FIELD_KEYS else None
-                raise ConfigError("an agent setting in provider_config", reason="misplaced_key",
-                                  details={"key": f"provider_config.{key}", **({"use": use} if use else {})})
+                raise ConfigError(
+                    "an agent setting in provider_config",
+                    reason="misplaced_key",
+                    details={"key": f"provider_config.{key}", **({"use": use} if use else {})},
+                )
         try:
             build_spec(self.name, self.config(), self.tools)
         except AdkError as err:
@@ -159,18 +179,26 @@ class Agent:
                     err.details[slot] = _field_path(err.details[slot], provider_keys)
             raise
         values = {sub.name: sub for sub in _values(self)}
-        check_tree(self.name, [_name_of(s) for s in self.sub_agents],
-                   lambda child: [_name_of(s) for s in values[child].sub_agents] if child in values else [])
+        check_tree(
+            self.name,
+            [_name_of(s) for s in self.sub_agents],
+            lambda child: [_name_of(s) for s in values[child].sub_agents] if child in values else [],
+        )
 
     def config(self) -> dict[str, Any]:
         """The reference's dict config of this agent (a fresh copy; sub-agent values appear by name, with their
         descriptions)."""
         config: dict[str, Any] = _thaw(self.provider_config) or {}
-        for key, value in (("model", self.model), ("instructions", self.instruction),
-                           ("global_instruction", self.global_instruction), ("output_key", self.output_key),
-                           ("input_schema", self.input_schema), ("output_schema", self.output_schema),
-                           ("generation_config", self.generate_content_config),
-                           ("callback_config", self.callback_config)):
+        for key, value in (
+            ("model", self.model),
+            ("instructions", self.instruction),
+            ("global_instruction", self.global_instruction),
+            ("output_key", self.output_key),
+            ("input_schema", self.input_schema),
+            ("output_schema", self.output_schema),
+            ("generation_config", self.generate_content_config),
+            ("callback_config", self.callback_config),
+        ):
             if value is not None:
                 config[key] = _thaw(value)
         if self.description:

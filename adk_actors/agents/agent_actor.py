@@ -84,8 +84,9 @@ _RESOLVE = CallableRef.by_name("adk_actors.agents.instructions.resolve_instructi
 _COMPAT_QUEUE = "prompt"
 
 
-def _generate(token: Any, config: dict[str, Any], history: list[dict[str, Any]],
-              tools: list[dict[str, Any]]) -> ModelResponse:
+def _generate(
+    token: Any, config: dict[str, Any], history: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> ModelResponse:
     """The blocking provider call (runs on an I/O thread of the host)."""
     return generate_response(config, history, tools, cancel=token)
 
@@ -185,9 +186,24 @@ _HORIZON_S = 30 * 86400.0
 _AFTERWORK_S = 60.0
 """The bound of the work a finished turn leaves behind (its ``on_error`` hook, the conversation save) when
 ``agent_call_timeout`` is ``infinity``: that work has no caller waiting on it, so nothing else would end it."""
-_PROVIDER_TAGS = frozenset({"status", "google_status", "error_reason", "retry_delay_s", "midstream", "cause",
-                            "block_reason", "request_timeout_ms", "frames", "frame", "limit", "bytes", "line_bytes",
-                            "type"})
+_PROVIDER_TAGS = frozenset(
+    {
+        "status",
+        "google_status",
+        "error_reason",
+        "retry_delay_s",
+        "midstream",
+        "cause",
+        "block_reason",
+        "request_timeout_ms",
+        "frames",
+        "frame",
+        "limit",
+        "bytes",
+        "line_bytes",
+        "type",
+    }
+)
 _TAG_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 
@@ -205,8 +221,11 @@ def _structural_failure(error: AdkError) -> AdkError:
         return error
     details = {k: v for k, v in error.details.items() if k in _PROVIDER_TAGS and _is_tag(v)}
     status = details.get("status")
-    message = (f"the model provider answered HTTP {status}" if isinstance(error, ProviderHttpError)
-               and isinstance(status, int) else "the model provider call failed")
+    message = (
+        f"the model provider answered HTTP {status}"
+        if isinstance(error, ProviderHttpError) and isinstance(status, int)
+        else "the model provider call failed"
+    )
     return type(error)(message, reason=error.reason[:64], details=details)
 
 
@@ -247,44 +266,88 @@ class AgentActor(RunnerMixin, GenServer):
                 self.send_to("admission", Release(permit_id=turn.runner.permit.permit_id))
                 turn.runner.permit = None
             if not turn.answered:
-                self._answer(turn, None, ActorCrashed("the agent exited during the turn", reason="agent_exited",
-                                                 details={"agent": self.spec.name if self.spec else "?",
-                                                          "why": reason}))
+                self._answer(
+                    turn,
+                    None,
+                    ActorCrashed(
+                        "the agent exited during the turn",
+                        reason="agent_exited",
+                        details={"agent": self.spec.name if self.spec else "?", "why": reason},
+                    ),
+                )
 
     def status(self) -> dict[str, Any]:
-        return {"kind": "agent", "agent": self.spec.name if self.spec else None, "active": len(self.queues.active),
-                "queued": self.queues.queued(), "turns_done": self.turns_done,
-                "history_entries": len(self.history)}
+        return {
+            "kind": "agent",
+            "agent": self.spec.name if self.spec else None,
+            "active": len(self.queues.active),
+            "queued": self.queues.queued(),
+            "turns_done": self.turns_done,
+            "history_entries": len(self.history),
+        }
 
     # ---- calls ----------------------------------------------------------------------------------------------------
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
         spec = self.spec
         assert spec is not None
         if isinstance(request, Prompt):
-            self._enqueue(_Turn(ctx=ctx, queue=_COMPAT_QUEUE, compat=True, input=request.input, ancestry=(),
-                                scope={}, outcome=request.outcome))
+            self._enqueue(
+                _Turn(
+                    ctx=ctx,
+                    queue=_COMPAT_QUEUE,
+                    compat=True,
+                    input=request.input,
+                    ancestry=(),
+                    scope={},
+                    outcome=request.outcome,
+                )
+            )
             return DEFERRED
         if isinstance(request, Invoke):
             check_ancestry(spec.name, request.ancestry)
             scope = {"app_name": request.app_name, "user_id": request.user_id, "session_id": request.session_id}
-            queue = (canonical_dumps([request.app_name, request.user_id, request.session_id])
-                    if request.session_id else f"invoke:{uuid.uuid4().hex}")
-            self._enqueue(_Turn(ctx=ctx, queue=queue, compat=False, input=request.input,
-                                ancestry=tuple(request.ancestry), scope=scope, state=dict(request.state),
-                                root_global=request.root_global_instruction, commit=request.commit))
+            queue = (
+                canonical_dumps([request.app_name, request.user_id, request.session_id])
+                if request.session_id
+                else f"invoke:{uuid.uuid4().hex}"
+            )
+            self._enqueue(
+                _Turn(
+                    ctx=ctx,
+                    queue=queue,
+                    compat=False,
+                    input=request.input,
+                    ancestry=tuple(request.ancestry),
+                    scope=scope,
+                    state=dict(request.state),
+                    root_global=request.root_global_instruction,
+                    commit=request.commit,
+                )
+            )
             return DEFERRED
         if isinstance(request, RunnerTurn):
             if request.sink is not None:  # the run watches this process: if it dies, the run fails at once
                 self.send_to(request.sink, TurnAccepted(turn_id=request.turn_id, pid=os.getpid()))
             scope = {"app_name": request.app_name, "user_id": request.user_id, "session_id": request.session_id}
-            self._enqueue(_Turn(ctx=ctx, queue=canonical_dumps([request.app_name, request.user_id,
-                                                               request.session_id]),
-                                compat=False, input=request.input, ancestry=(), scope=scope,
-                                runner=RunnerState(request)))
+            self._enqueue(
+                _Turn(
+                    ctx=ctx,
+                    queue=canonical_dumps([request.app_name, request.user_id, request.session_id]),
+                    compat=False,
+                    input=request.input,
+                    ancestry=(),
+                    scope=scope,
+                    runner=RunnerState(request),
+                )
+            )
             return DEFERRED
         if isinstance(request, Describe):
-            return {"name": spec.name, "description": spec.description, "sub_agents": list(spec.sub_agent_names()),
-                    "tools": [t.name for t in spec.tools]}
+            return {
+                "name": spec.name,
+                "description": spec.description,
+                "sub_agents": list(spec.sub_agent_names()),
+                "tools": [t.name for t in spec.tools],
+            }
         if isinstance(request, GetHistory):
             return copy_json(self.history)[0]
         return super().handle_call(request, ctx)
@@ -299,8 +362,13 @@ class AgentActor(RunnerMixin, GenServer):
         """Cancel a Runner invocation, running or queued (a finished one is left alone)."""
         for turn in [*self.queues.active.values(), *(t for q in self.queues.pending.values() for t in q)]:
             if turn.runner is not None and turn.runner.request.turn_id == message.turn_id and not turn.done:
-                self._finish(turn, None, RunError("the invocation was cancelled", reason="cancelled",
-                                                  details={"cause": message.reason[:64]}))
+                self._finish(
+                    turn,
+                    None,
+                    RunError(
+                        "the invocation was cancelled", reason="cancelled", details={"cause": message.reason[:64]}
+                    ),
+                )
 
     # ---- session queues and admission ---------------------------------------------------------------------------
     def _enqueue(self, turn: _Turn) -> None:
@@ -348,9 +416,12 @@ class AgentActor(RunnerMixin, GenServer):
         """Load the persisted conversation (``session_id``) before the first compatibility turn runs."""
         spec = self.spec
         assert spec is not None
-        self.io_call(_load, (spec.session_service, spec.name, spec.session_id),
-                     min(turn.deadline, time.monotonic() + _ms(spec.call_timeout_ms)),
-                     lambda value, error: self._on_loaded(turn, value, error))
+        self.io_call(
+            _load,
+            (spec.session_service, spec.name, spec.session_id),
+            min(turn.deadline, time.monotonic() + _ms(spec.call_timeout_ms)),
+            lambda value, error: self._on_loaded(turn, value, error),
+        )
 
     def _on_loaded(self, turn: _Turn, value: Any, error: AdkError | None) -> None:
         if turn.done:
@@ -384,9 +455,16 @@ class AgentActor(RunnerMixin, GenServer):
             if deadline is None:
                 return
             scope = {"agent": spec.name, **turn.scope, "state": copy_json(prune_secrets(turn.state))[0]}
-            self.run_job(_RESOLVE, (local if isinstance(local, CallableRef) else None,
-                                    global_ if isinstance(global_, CallableRef) else None, scope), deadline,
-                         lambda value, error: self._on_instructions(turn, value, error))
+            self.run_job(
+                _RESOLVE,
+                (
+                    local if isinstance(local, CallableRef) else None,
+                    global_ if isinstance(global_, CallableRef) else None,
+                    scope,
+                ),
+                deadline,
+                lambda value, error: self._on_instructions(turn, value, error),
+            )
             return
         self._configured(turn, {})
 
@@ -397,8 +475,9 @@ class AgentActor(RunnerMixin, GenServer):
         answer = value if error is None and isinstance(value, dict) else {"error": "instruction_provider_failed"}
         if "error" in answer:
             details = {k: v for k, v in answer.items() if k in ("key", "type")}
-            self._finish(turn, None, AgentError("the instruction provider failed", reason=str(answer["error"]),
-                                                details=details))
+            self._finish(
+                turn, None, AgentError("the instruction provider failed", reason=str(answer["error"]), details=details)
+            )
             return
         self._configured(turn, value)
 
@@ -450,15 +529,19 @@ class AgentActor(RunnerMixin, GenServer):
         spec = self.spec
         assert spec is not None
         if not isinstance(value, str | dict):
-            raise ValidationError("agent input is a str or a content dict", reason="invalid_input",
-                                  details={"type": type(value).__name__})
+            raise ValidationError(
+                "agent input is a str or a content dict", reason="invalid_input", details={"type": type(value).__name__}
+            )
         if spec.input_schema is not None:
             try:
                 data = json.loads(value) if isinstance(value, str) else value
                 compile_schema(spec.input_schema).validate(data, field="input")
             except (ValueError, SchemaError):
-                raise SchemaError("the input does not satisfy the agent's input_schema",
-                                  reason="invalid_input", details={"agent": spec.name}) from None
+                raise SchemaError(
+                    "the input does not satisfy the agent's input_schema",
+                    reason="invalid_input",
+                    details={"agent": spec.name},
+                ) from None
         return value
 
     def _bounded(self, turn: _Turn) -> float | None:
@@ -472,8 +555,9 @@ class AgentActor(RunnerMixin, GenServer):
 
     def _turn_timeout(self) -> AskTimeout:
         assert self.spec is not None
-        return AskTimeout("the agent turn passed its deadline", reason="agent_turn_timeout",
-                          details={"agent": self.spec.name})
+        return AskTimeout(
+            "the agent turn passed its deadline", reason="agent_turn_timeout", details={"agent": self.spec.name}
+        )
 
     def _call_model(self, turn: _Turn) -> None:
         if turn.transfer is not None:  # the round handed the turn over: the sub-agent answers instead of the model
@@ -489,8 +573,12 @@ class AgentActor(RunnerMixin, GenServer):
             self._provider(turn, turn.history, deadline)
             return
         args = [self._callback_view(), copy_json(turn.history)[0], copy_json(self.declarations)[0]]
-        self.run_job(_RUN_HOOK, (list(self.spec.callbacks), "before_model", args), deadline,
-                     lambda value, error: self._after_before_model(turn, value, error))
+        self.run_job(
+            _RUN_HOOK,
+            (list(self.spec.callbacks), "before_model", args),
+            deadline,
+            lambda value, error: self._after_before_model(turn, value, error),
+        )
 
     def _after_before_model(self, turn: _Turn, decision: Any, error: AdkError | None) -> None:
         if turn.done:
@@ -507,9 +595,16 @@ class AgentActor(RunnerMixin, GenServer):
     def _emit(self, turn: _Turn, name: str, measurements: dict[str, Any], **metadata: Any) -> None:
         """Record a telemetry event of this turn (structural metadata only; flushed once, at the turn's end)."""
         assert self.spec is not None
-        turn.telemetry.append(telemetry_event(name, measurements, agent=self.spec.name,
-                                              kind="prompt" if turn.compat else "invoke",
-                                              invocation_id=turn.invocation_id, **metadata))
+        turn.telemetry.append(
+            telemetry_event(
+                name,
+                measurements,
+                agent=self.spec.name,
+                kind="prompt" if turn.compat else "invoke",
+                invocation_id=turn.invocation_id,
+                **metadata,
+            )
+        )
 
     def _flush_telemetry(self, turn: _Turn) -> None:
         """Queue the turn's telemetry; the queue goes to the hub in one message at most every 20 ms (one message
@@ -555,19 +650,30 @@ class AgentActor(RunnerMixin, GenServer):
         deadline = self._bounded(turn)
         if deadline is None:
             return
-        result = {"text": response.text, "content": response.content,
-                  "function_calls": [dict(c) for c in response.function_calls],
-                  "finish_reason": response.finish_reason}
-        self.run_job(_RUN_HOOK, (list(self.spec.callbacks), "after_model", [self._callback_view(), result]),
-                     deadline, lambda value, err: self._on_model(turn, _replaced(response, value, err), None))
+        result = {
+            "text": response.text,
+            "content": response.content,
+            "function_calls": [dict(c) for c in response.function_calls],
+            "finish_reason": response.finish_reason,
+        }
+        self.run_job(
+            _RUN_HOOK,
+            (list(self.spec.callbacks), "after_model", [self._callback_view(), result]),
+            deadline,
+            lambda value, err: self._on_model(turn, _replaced(response, value, err), None),
+        )
 
     def _callback_view(self) -> dict[str, Any]:
         """What callbacks see of the agent config: model metadata and the pruned ``callback_config`` only."""
         assert self.spec is not None
         config = self.spec.model_config
-        view = {"agent": self.spec.name, "provider": config.get("provider", "gemini"), "model": config.get("model"),
-                "generation_config": config.get("generation_config", {}),
-                "callback_config": self.spec.callback_config}
+        view = {
+            "agent": self.spec.name,
+            "provider": config.get("provider", "gemini"),
+            "model": config.get("model"),
+            "generation_config": config.get("generation_config", {}),
+            "callback_config": self.spec.callback_config,
+        }
         copied: dict[str, Any] = copy_json(prune_secrets(view))[0]
         return copied
 
@@ -575,15 +681,25 @@ class AgentActor(RunnerMixin, GenServer):
         if turn.done:
             return
         assert self.spec is not None
-        self._emit(turn, "agent.model.stop", {"duration_ms": round((time.monotonic() - turn.model_started) * 1000, 3)},
-                   outcome="ok" if error is None else error.reason)
+        self._emit(
+            turn,
+            "agent.model.stop",
+            {"duration_ms": round((time.monotonic() - turn.model_started) * 1000, 3)},
+            outcome="ok" if error is None else error.reason,
+        )
         if error is not None or response is None:
             if error is not None:
                 error = _structural_failure(error)
             if isinstance(error, AskTimeout):
-                error = self._turn_timeout() if time.monotonic() >= turn.deadline else AskTimeout(
-                    "the model call passed its deadline", reason="agent_call_timeout",
-                    details={"agent": self.spec.name})
+                error = (
+                    self._turn_timeout()
+                    if time.monotonic() >= turn.deadline
+                    else AskTimeout(
+                        "the model call passed its deadline",
+                        reason="agent_call_timeout",
+                        details={"agent": self.spec.name},
+                    )
+                )
             self._finish(turn, None, error or AgentError("no model response", reason="empty_response"))
             return
         try:  # callbacks may have replaced the answer: whatever reaches history and events is validated here
@@ -621,12 +737,21 @@ class AgentActor(RunnerMixin, GenServer):
         turn.rounds += 1
         limit = self.spec.max_tool_rounds if turn.runner is None else turn.runner.request.options.max_tool_rounds
         if turn.rounds > limit:
-            self._finish(turn, None, BudgetExceeded("too many tool rounds in one turn", reason="max_tool_rounds",
-                                                    details={"agent": self.spec.name, "max": limit}))
+            self._finish(
+                turn,
+                None,
+                BudgetExceeded(
+                    "too many tool rounds in one turn",
+                    reason="max_tool_rounds",
+                    details={"agent": self.spec.name, "max": limit},
+                ),
+            )
             return
         try:  # the whole batch is checked structurally before anything runs
-            parts = [FunctionCallPart(name=c["name"], args=c.get("args") or {}, id=c.get("id"))
-                     for c in response.function_calls]
+            parts = [
+                FunctionCallPart(name=c["name"], args=c.get("args") or {}, id=c.get("id"))
+                for c in response.function_calls
+            ]
         except (ContentError, KeyError, TypeError):
             self._finish(turn, None, ToolError("the model returned a malformed function call", reason="invalid_call"))
             return
@@ -656,8 +781,9 @@ class AgentActor(RunnerMixin, GenServer):
 
     def _parallel_safe(self, turn: _Turn, name: str) -> bool:
         tool = self.tools.get(name)
-        if turn.runner is not None and (turn.runner.request.options.tool_mode == "serial"
-                                        or (tool is not None and tool.confirmation != "never")):
+        if turn.runner is not None and (
+            turn.runner.request.options.tool_mode == "serial" or (tool is not None and tool.confirmation != "never")
+        ):
             return False
         return name in self.sub_names or (tool is not None and (tool.parallel_safe or tool.agent != ""))
 
@@ -727,27 +853,41 @@ class AgentActor(RunnerMixin, GenServer):
             self._call_agent(turn, index, tool.agent, validated, deadline)
             return
         if tool.confirmation == "always":
-            self._failed(turn, index, ToolError("the tool needs confirmation, which needs a runner",
-                                                reason=CONFIRMATION_REASON))
+            self._failed(
+                turn, index, ToolError("the tool needs confirmation, which needs a runner", reason=CONFIRMATION_REASON)
+            )
             return
-        context = {"invocation_id": turn.invocation_id, "agent_name": spec.name, **turn.scope, "state": turn.state,
-                   "ancestry": (*turn.ancestry, spec.name)}
+        context = {
+            "invocation_id": turn.invocation_id,
+            "agent_name": spec.name,
+            **turn.scope,
+            "state": turn.state,
+            "ancestry": (*turn.ancestry, spec.name),
+        }
         hooks = tuple(h for h in spec.callback_hooks if h.endswith("_tool"))
         turn.tool_started[index] = time.monotonic()
         self._emit(turn, "agent.tool.start", {}, tool=name, call_id=str(call_id or ""))
-        self.run_job(_EXECUTE_TOOL, (tool.payload, name, validated, call_id, context,
-                                     list(spec.callbacks) if hooks else []), deadline,
-                     lambda value, error: self._on_tool(turn, index, value, error),
-                     inline=tool.inline and not hooks)
+        self.run_job(
+            _EXECUTE_TOOL,
+            (tool.payload, name, validated, call_id, context, list(spec.callbacks) if hooks else []),
+            deadline,
+            lambda value, error: self._on_tool(turn, index, value, error),
+            inline=tool.inline and not hooks,
+        )
 
     def _on_tool(self, turn: _Turn, index: int, value: Any, error: AdkError | None) -> None:
         if turn.done:
             return
         call = turn.calls[index]
         started = turn.tool_started.pop(index, time.monotonic())
-        self._emit(turn, "agent.tool.stop", {"duration_ms": round((time.monotonic() - started) * 1000, 3)},
-                   tool=call["name"], call_id=str(call.get("id") or ""),
-                   outcome="ok" if error is None else error.reason)
+        self._emit(
+            turn,
+            "agent.tool.stop",
+            {"duration_ms": round((time.monotonic() - started) * 1000, 3)},
+            tool=call["name"],
+            call_id=str(call.get("id") or ""),
+            outcome="ok" if error is None else error.reason,
+        )
         if error is not None:
             if isinstance(error, AskTimeout) or error.reason == "job_timeout":
                 error = ToolError("the tool passed its deadline", reason="tool_timeout")
@@ -779,9 +919,14 @@ class AgentActor(RunnerMixin, GenServer):
         if not isinstance(prompt, str):
             self._failed(turn, index, SchemaError("the agent call needs a prompt string", reason="invalid_arguments"))
             return
-        request = Invoke(input=prompt, ancestry=(*turn.ancestry, self.spec.name), state=turn.state,
-                         root_global_instruction=self._root_global(turn),
-                         commit=turn.runner is not None or turn.commit, **turn.scope)
+        request = Invoke(
+            input=prompt,
+            ancestry=(*turn.ancestry, self.spec.name),
+            state=turn.state,
+            root_global_instruction=self._root_global(turn),
+            commit=turn.runner is not None or turn.commit,
+            **turn.scope,
+        )
         self.call(target, request, deadline, lambda value, error: self._on_agent(turn, index, value, error))
 
     def _on_agent(self, turn: _Turn, index: int, value: Any, error: AdkError | None) -> None:
@@ -811,14 +956,16 @@ class AgentActor(RunnerMixin, GenServer):
         spec = self.spec
         assert spec is not None
         parts = response.content.get("parts", [])
-        output: Any = response.text if all(p.get("type") == "text" for p in parts) else copy_json(
-            response.content)[0]
+        output: Any = response.text if all(p.get("type") == "text" for p in parts) else copy_json(response.content)[0]
         if spec.output_schema is not None:
             try:
                 compile_schema(spec.output_schema).validate(json.loads(response.text), field="output")
             except (ValueError, SchemaError):
-                raise SchemaError("the output does not satisfy the agent's output_schema", reason="invalid_output",
-                                  details={"agent": spec.name}) from None
+                raise SchemaError(
+                    "the output does not satisfy the agent's output_schema",
+                    reason="invalid_output",
+                    details={"agent": spec.name},
+                ) from None
         return output
 
     def _finish(self, turn: _Turn, value: Any, error: AdkError | None) -> None:
@@ -840,8 +987,11 @@ class AgentActor(RunnerMixin, GenServer):
             return True
         target = control.get("transfer_to_agent")
         if target is not None and target not in self.sub_names:
-            self._failed(turn, index, ToolError("transfer_to_agent names no sub-agent of this agent",
-                                                reason="invalid_transfer_target"))
+            self._failed(
+                turn,
+                index,
+                ToolError("transfer_to_agent names no sub-agent of this agent", reason="invalid_transfer_target"),
+            )
             return False
         if control.get("escalate") is True:
             turn.escalate = True
@@ -859,9 +1009,14 @@ class AgentActor(RunnerMixin, GenServer):
         deadline = self._bounded(turn)
         if deadline is None or target is None:
             return
-        request = Invoke(input=turn.input, ancestry=(*turn.ancestry, self.spec.name), state=turn.state,
-                         root_global_instruction=self._root_global(turn),
-                         commit=turn.runner is not None or turn.commit, **turn.scope)
+        request = Invoke(
+            input=turn.input,
+            ancestry=(*turn.ancestry, self.spec.name),
+            state=turn.state,
+            root_global_instruction=self._root_global(turn),
+            commit=turn.runner is not None or turn.commit,
+            **turn.scope,
+        )
         self.call(target, request, deadline, lambda value, error: self._on_transfer(turn, target, value, error))
 
     def _on_transfer(self, turn: _Turn, target: str, value: Any, error: AdkError | None) -> None:
@@ -873,8 +1028,7 @@ class AgentActor(RunnerMixin, GenServer):
         delta: dict[str, Any] = {}
         if isinstance(value, Delegated):
             delta, value = dict(value.state_delta), value.output
-        content = {"schema_version": 1, "parts": [{"type": "text", "text": value}]} if isinstance(value, str) \
-            else value
+        content = {"schema_version": 1, "parts": [{"type": "text", "text": value}]} if isinstance(value, str) else value
         if turn.runner is not None:
             self._runner_transferred(turn, target, value, content, delta)
             return
@@ -889,8 +1043,7 @@ class AgentActor(RunnerMixin, GenServer):
         if error is None:
             self._emit(turn, "agent.prompt.stop", duration)
         else:
-            self._emit(turn, "agent.prompt.exception", duration, reason=error.reason,
-                       error_type=type(error).__name__)
+            self._emit(turn, "agent.prompt.exception", duration, reason=error.reason, error_type=type(error).__name__)
             self._error_hook(turn, error)
         self._flush_telemetry(turn)
         spec = self.spec
@@ -898,8 +1051,12 @@ class AgentActor(RunnerMixin, GenServer):
             self.history = turn.history
             if spec.session_id is not None:
                 # The answer goes out once the conversation is saved (saves stay in turn order).
-                self.io_call(_save, (spec.session_service, spec.name, spec.session_id, copy_json(self.history)[0]),
-                             self._afterwork_deadline(), lambda _v, err: self._saved(turn, value, err))
+                self.io_call(
+                    _save,
+                    (spec.session_service, spec.name, spec.session_id, copy_json(self.history)[0]),
+                    self._afterwork_deadline(),
+                    lambda _v, err: self._saved(turn, value, err),
+                )
                 return
         self._answer(turn, value, error)
         self._release(turn)
@@ -909,11 +1066,19 @@ class AgentActor(RunnerMixin, GenServer):
         spec = self.spec
         if spec is None or "on_error" not in spec.callback_hooks:
             return
-        info = {"reason": error.reason[:128], "type": type(error).__name__[:128], "agent": spec.name,
-                "invocation_id": turn.invocation_id,
-                "kind": "runner" if turn.runner is not None else "prompt" if turn.compat else "invoke"}
-        self.run_job(_RUN_HOOK, (list(spec.callbacks), "on_error", [self._callback_view(), info]),
-                     self._afterwork_deadline(), lambda _v, _e: None)
+        info = {
+            "reason": error.reason[:128],
+            "type": type(error).__name__[:128],
+            "agent": spec.name,
+            "invocation_id": turn.invocation_id,
+            "kind": "runner" if turn.runner is not None else "prompt" if turn.compat else "invoke",
+        }
+        self.run_job(
+            _RUN_HOOK,
+            (list(spec.callbacks), "on_error", [self._callback_view(), info]),
+            self._afterwork_deadline(),
+            lambda _v, _e: None,
+        )
 
     def _afterwork_deadline(self) -> float:
         """The (finite) deadline of work a finished turn leaves behind: ``agent_call_timeout``, or
@@ -926,8 +1091,7 @@ class AgentActor(RunnerMixin, GenServer):
         if turn.answered:
             return
         if error is not None:
-            self.log.warning("conversation not saved", agent=self.spec.name if self.spec else "?",
-                             reason=error.reason)
+            self.log.warning("conversation not saved", agent=self.spec.name if self.spec else "?", reason=error.reason)
         self._answer(turn, value, error)
         self._release(turn)
 

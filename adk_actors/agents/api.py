@@ -133,17 +133,28 @@ def _input(value: Any) -> Any:
         if isinstance(value, dict):
             return check_json_object(value, "input")
     except AdkError as err:
-        raise AgentError("agent input is a str or content", reason="invalid_input",
-                         details={"type": type(value).__name__, "rule": err.reason}) from None
+        raise AgentError(
+            "agent input is a str or content",
+            reason="invalid_input",
+            details={"type": type(value).__name__, "rule": err.reason},
+        ) from None
     except Exception as exc:  # a hostile to_dict: the caller's bug, reported as bad input
-        raise AgentError("agent input is a str or content", reason="invalid_input",
-                         details={"type": type(value).__name__, "rule": type(exc).__name__}) from None
-    raise AgentError("agent input is a str or content", reason="invalid_input",
-                     details={"type": type(value).__name__})
+        raise AgentError(
+            "agent input is a str or content",
+            reason="invalid_input",
+            details={"type": type(value).__name__, "rule": type(exc).__name__},
+        ) from None
+    raise AgentError("agent input is a str or content", reason="invalid_input", details={"type": type(value).__name__})
 
 
-def spawn_agent(name: str | Agent, config: Mapping[str, Any] | None = None, tools: Sequence[Any] = (), *,
-                system: ActorSystemHandle | None = None, timeout: float | None = None) -> AgentRef:
+def spawn_agent(
+    name: str | Agent,
+    config: Mapping[str, Any] | None = None,
+    tools: Sequence[Any] = (),
+    *,
+    system: ActorSystemHandle | None = None,
+    timeout: float | None = None,
+) -> AgentRef:
     """Validate and start an agent (a permanent tier-2 actor registered under ``name``).
 
     ``spawn_agent(agent)`` takes an :class:`~adk_actors.agents.agent.Agent` value instead of a name, config and
@@ -170,8 +181,11 @@ def spawn_agent(name: str | Agent, config: Mapping[str, Any] | None = None, tool
     handle = _system(system)
     if isinstance(name, Agent):
         if config is not None or tools:
-            raise ConfigError("an Agent value carries its own config and tools", reason="invalid_value",
-                              details={"key": "config" if config is not None else "tools"})
+            raise ConfigError(
+                "an Agent value carries its own config and tools",
+                reason="invalid_value",
+                details={"key": "config" if config is not None else "tools"},
+            )
         started: list[AgentRef] = []
         try:
             return _spawn_value(name, handle, timeout, started)
@@ -188,17 +202,24 @@ def spawn_agent(name: str | Agent, config: Mapping[str, Any] | None = None, tool
     store = None
     if isinstance(config, Mapping) and config.get("session_id") is not None:
         store = _node_store(handle)
-    spec = build_spec(name, config, tools, call_timeout_ms=settings.agent_call_timeout_ms,
-                      turn_timeout_ms=settings.agent_turn_timeout_ms,
-                      max_concurrent_invocations=settings.max_concurrent_invocations, session_service=store)
+    spec = build_spec(
+        name,
+        config,
+        tools,
+        call_timeout_ms=settings.agent_call_timeout_ms,
+        turn_timeout_ms=settings.agent_turn_timeout_ms,
+        max_concurrent_invocations=settings.max_concurrent_invocations,
+        session_service=store,
+    )
     _check_tree(handle, spec)
     lid = local_id(name)
     try:
         ref = handle.spawn(AGENT_ACTOR, args=spec, id=lid, name=name, restart="permanent", timeout=timeout)
     except AdkError as err:
         if err.reason == "already_started":
-            raise AgentError("an agent with that name is running", reason="already_started",
-                             details={"name": name}) from None
+            raise AgentError(
+                "an agent with that name is running", reason="already_started", details={"name": name}
+            ) from None
         raise
     return AgentRef(name, ref)
 
@@ -269,19 +290,29 @@ def _check_tree(handle: ActorSystemHandle, spec: AgentSpec) -> None:
     def children_of(child: str) -> list[str]:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise AgentError("the agent tree did not answer in time", reason="tree_unresponsive",
-                             details={"name": child})
+            raise AgentError(
+                "the agent tree did not answer in time", reason="tree_unresponsive", details={"name": child}
+            )
         try:
             info = handle.ask(_ref(child, handle).ref, Describe(), remaining)
         except (AskTimeout, NameNotFound) as err:
-            raise AgentError("the agent tree did not answer in time", reason="tree_unresponsive",
-                             details={"name": child, "error": err.reason}) from None
+            raise AgentError(
+                "the agent tree did not answer in time",
+                reason="tree_unresponsive",
+                details={"name": child, "error": err.reason},
+            ) from None
         except AdkError as err:
-            raise AgentError("a sub-agent could not be described", reason="tree_unresponsive",
-                             details={"name": child, "error": err.reason}) from None
+            raise AgentError(
+                "a sub-agent could not be described",
+                reason="tree_unresponsive",
+                details={"name": child, "error": err.reason},
+            ) from None
         if info.get("name") != child:
-            raise AgentError("a sub-agent alias must equal the agent's registered name", reason="alias_mismatch",
-                             details={"alias": child, "name": str(info.get("name"))[:64]})
+            raise AgentError(
+                "a sub-agent alias must equal the agent's registered name",
+                reason="alias_mismatch",
+                details={"alias": child, "name": str(info.get("name"))[:64]},
+            )
         return list(info.get("sub_agents", []))
 
     check_tree(spec.name, spec.sub_agent_names(), children_of)
@@ -304,8 +335,9 @@ def stop_agent(agent: AgentLike, *, system: ActorSystemHandle | None = None, tim
         raise
 
 
-def prompt(agent: AgentLike, input: Any, *, timeout: float | None = None,
-           system: ActorSystemHandle | None = None) -> Any:
+def prompt(
+    agent: AgentLike, input: Any, *, timeout: float | None = None, system: ActorSystemHandle | None = None
+) -> Any:
     """One turn of the agent's compatibility conversation (the agent keeps the history; turns run FIFO).
 
     Returns:
@@ -319,13 +351,20 @@ def prompt(agent: AgentLike, input: Any, *, timeout: float | None = None,
     check_timeout(timeout)
     handle = _system(system)
     ref = _ref(agent, handle)
-    return handle.ask(ref.ref, Prompt(input=_input(input)), timeout if timeout is not None
-                      else _default_timeout(handle))
+    return handle.ask(
+        ref.ref, Prompt(input=_input(input)), timeout if timeout is not None else _default_timeout(handle)
+    )
 
 
-def invoke(agent: AgentLike, input: Any, *, scope: Mapping[str, str] | None = None,
-           state: Mapping[str, Any] | None = None, timeout: float | None = None,
-           system: ActorSystemHandle | None = None) -> Any:
+def invoke(
+    agent: AgentLike,
+    input: Any,
+    *,
+    scope: Mapping[str, str] | None = None,
+    state: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    system: ActorSystemHandle | None = None,
+) -> Any:
     """One invocation with fresh history (no compatibility memory).
 
     ``state`` is the invocation's read-only scoped state snapshot (``key``, ``user:key``, ``app:key``,
@@ -348,17 +387,23 @@ def invoke(agent: AgentLike, input: Any, *, scope: Mapping[str, str] | None = No
     scope = dict(scope or {})
     unknown = sorted(set(scope) - {"app_name", "user_id", "session_id"})
     if unknown:
-        raise ConfigError(f"unknown scope key {unknown[0]!r}", reason="unknown_key",
-                          details={"key": f"scope.{unknown[0]}"})
+        raise ConfigError(
+            f"unknown scope key {unknown[0]!r}", reason="unknown_key", details={"key": f"scope.{unknown[0]}"}
+        )
     for key, value in scope.items():
         check_id(value, f"scope.{key}", error=ConfigError)
     try:
         snapshot = check_json_object(state or {}, "state")
     except ValidationError:
         raise ConfigError("state is a JSON object", reason="invalid_value", details={"key": "state"}) from None
-    request = Invoke(input=_input(input), state=snapshot, app_name=scope.get("app_name", ""),
-                     user_id=scope.get("user_id", ""), session_id=scope.get("session_id", ""),
-                     ancestry=current_ancestry())  # called from a tool: join its agents' ancestry, never reset it
+    request = Invoke(
+        input=_input(input),
+        state=snapshot,
+        app_name=scope.get("app_name", ""),
+        user_id=scope.get("user_id", ""),
+        session_id=scope.get("session_id", ""),
+        ancestry=current_ancestry(),
+    )  # called from a tool: join its agents' ancestry, never reset it
     return handle.ask(ref.ref, request, timeout if timeout is not None else _default_timeout(handle))
 
 
@@ -370,8 +415,9 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
         return _executor
 
 
-def delegate(agent: AgentLike, input: Any, *, timeout: float | None = None,
-             system: ActorSystemHandle | None = None) -> concurrent.futures.Future[Any]:
+def delegate(
+    agent: AgentLike, input: Any, *, timeout: float | None = None, system: ActorSystemHandle | None = None
+) -> concurrent.futures.Future[Any]:
     """Send a compatibility turn without waiting: a ``Future`` resolving to the output or raising the error.
 
     Several delegations may be in flight; each future gets exactly its own answer (every ask has its own
@@ -388,8 +434,9 @@ def delegate(agent: AgentLike, input: Any, *, timeout: float | None = None,
     return _pool().submit(handle.ask, ref.ref, Prompt(input=value), wait)
 
 
-def describe_agent(agent: AgentLike, *, timeout: float | None = None,
-                   system: ActorSystemHandle | None = None) -> dict[str, Any]:
+def describe_agent(
+    agent: AgentLike, *, timeout: float | None = None, system: ActorSystemHandle | None = None
+) -> dict[str, Any]:
     """An agent's public shape: ``{"name", "description", "sub_agents", "tools"}``.
 
     Raises:
@@ -400,8 +447,9 @@ def describe_agent(agent: AgentLike, *, timeout: float | None = None,
     return dict(handle.ask(_ref(agent, handle).ref, Describe(), timeout))
 
 
-def agent_history(agent: AgentLike, *, timeout: float | None = None,
-                  system: ActorSystemHandle | None = None) -> list[dict[str, Any]]:
+def agent_history(
+    agent: AgentLike, *, timeout: float | None = None, system: ActorSystemHandle | None = None
+) -> list[dict[str, Any]]:
     """A copy of an agent's compatibility conversation (``{"role", "content"}`` entries).
 
     Raises:
@@ -412,8 +460,9 @@ def agent_history(agent: AgentLike, *, timeout: float | None = None,
     return list(handle.ask(_ref(agent, handle).ref, GetHistory(), timeout))
 
 
-def sequential(agents: Sequence[AgentLike], input: Any, *, timeout: float | None = None,
-               system: ActorSystemHandle | None = None) -> Any:
+def sequential(
+    agents: Sequence[AgentLike], input: Any, *, timeout: float | None = None, system: ActorSystemHandle | None = None
+) -> Any:
     """Prompt each agent in turn with the previous agent's output; return the last output.
 
     Raises:
@@ -431,8 +480,9 @@ def sequential(agents: Sequence[AgentLike], input: Any, *, timeout: float | None
     return value
 
 
-def parallel(agents: Sequence[AgentLike], input: Any, timeout: float | None = None, *,
-             system: ActorSystemHandle | None = None) -> list[tuple[AgentLike, Any]]:
+def parallel(
+    agents: Sequence[AgentLike], input: Any, timeout: float | None = None, *, system: ActorSystemHandle | None = None
+) -> list[tuple[AgentLike, Any]]:
     """Prompt every agent concurrently with one overall deadline.
 
     Returns:
@@ -458,8 +508,12 @@ def parallel(agents: Sequence[AgentLike], input: Any, timeout: float | None = No
         except AdkError as err:
             results.append((agent, err))
         except concurrent.futures.TimeoutError:
-            results.append((agent, AskTimeout("no answer before the overall deadline",
-                                              details={"agent": _ref(agent, handle).name})))
+            results.append(
+                (
+                    agent,
+                    AskTimeout("no answer before the overall deadline", details={"agent": _ref(agent, handle).name}),
+                )
+            )
     return results
 
 
@@ -468,8 +522,15 @@ def is_approved(review: Any) -> bool:
     return isinstance(review, str) and review.strip().upper() == APPROVED
 
 
-def loop(writer: AgentLike, reviewer: AgentLike, input: Any, max_iterations: int, *,
-         timeout: float | None = None, system: ActorSystemHandle | None = None) -> Any:
+def loop(
+    writer: AgentLike,
+    reviewer: AgentLike,
+    input: Any,
+    max_iterations: int,
+    *,
+    timeout: float | None = None,
+    system: ActorSystemHandle | None = None,
+) -> Any:
     """A bounded writer/reviewer loop: write, review, revise... until approval or ``max_iterations`` drafts.
 
     A reviewer turn whose tool escalates (``tool_context.actions.escalate = True``) ends the loop as an approval
@@ -484,13 +545,17 @@ def loop(writer: AgentLike, reviewer: AgentLike, input: Any, max_iterations: int
     """
     check_timeout(timeout)
     if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
-        raise AgentError("max_iterations is a positive int", reason="invalid_value",
-                         details={"field": "max_iterations"})
+        raise AgentError(
+            "max_iterations is a positive int", reason="invalid_value", details={"field": "max_iterations"}
+        )
     draft = prompt(writer, input, timeout=timeout, system=system)
     for iteration in range(max_iterations):
         handle = _system(system)
-        outcome = handle.ask(_ref(reviewer, handle).ref, Prompt(input=_input(draft), outcome=True),
-                             timeout if timeout is not None else _default_timeout(handle))
+        outcome = handle.ask(
+            _ref(reviewer, handle).ref,
+            Prompt(input=_input(draft), outcome=True),
+            timeout if timeout is not None else _default_timeout(handle),
+        )
         assert isinstance(outcome, PromptOutcome)
         review = outcome.output
         if outcome.escalate or is_approved(review) or iteration + 1 == max_iterations:

@@ -53,8 +53,11 @@ def callback_entry(callback: Any) -> str | bytes:
     try:
         return bytes(cloudpickle.dumps(callback))
     except Exception:
-        raise ConfigError("the callback cannot be sent to a worker", reason="invalid_callback",
-                          details={"callback": type(callback).__name__}) from None
+        raise ConfigError(
+            "the callback cannot be sent to a worker",
+            reason="invalid_callback",
+            details={"callback": type(callback).__name__},
+        ) from None
 
 
 def _label(entry: str | bytes) -> str:
@@ -71,16 +74,18 @@ def load_callback(name: str | bytes) -> Any:
         try:
             return cloudpickle.loads(name)
         except Exception:
-            raise ConfigError("the callback cannot be loaded", reason="invalid_callback",
-                              details={"callback": "<by-value>"}) from None
+            raise ConfigError(
+                "the callback cannot be loaded", reason="invalid_callback", details={"callback": "<by-value>"}
+            ) from None
     module_name, _, attr = name.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
         for part in filter(None, attr.split(".")):
             obj = getattr(obj, part)
     except Exception:
-        raise ConfigError("the callback cannot be imported", reason="invalid_callback",
-                          details={"callback": name[:256]}) from None
+        raise ConfigError(
+            "the callback cannot be imported", reason="invalid_callback", details={"callback": name[:256]}
+        ) from None
     return obj
 
 

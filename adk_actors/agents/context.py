@@ -71,10 +71,10 @@ ENVELOPE_CONFIG_KEYS = ("instructions", "global_instruction", "generation_config
 """The config keys that travel in a provider request (credentials and transport settings never do)."""
 
 _OVERFLOWS = frozenset({"truncate", "error", "compress"})
-_POLICY_KEYS = frozenset({"max_bytes", "max_tokens", "max_request_bytes", "max_request_tokens", "overflow",
-                          "filters"})
-_FILTER_KEYS = frozenset({"authors", "exclude_authors", "invocation_ids", "content_types", "since", "until",
-                          "include_partial", "final_only"})
+_POLICY_KEYS = frozenset({"max_bytes", "max_tokens", "max_request_bytes", "max_request_tokens", "overflow", "filters"})
+_FILTER_KEYS = frozenset(
+    {"authors", "exclude_authors", "invocation_ids", "content_types", "since", "until", "include_partial", "final_only"}
+)
 _MAX_KEY_CHARS = 128
 
 
@@ -91,8 +91,11 @@ def _check_keys(config: Mapping[Any, Any], allowed: frozenset[str], prefix: str)
     unknown = [k for k in config if not isinstance(k, str) or k not in allowed]
     if unknown:
         name = sorted(str(k)[:_MAX_KEY_CHARS] for k in unknown)[0]
-        raise ConfigError(f"unknown context_policy key (allowed: {', '.join(sorted(allowed))})",
-                          reason="unknown_key", details={"key": prefix + name})
+        raise ConfigError(
+            f"unknown context_policy key (allowed: {', '.join(sorted(allowed))})",
+            reason="unknown_key",
+            details={"key": prefix + name},
+        )
 
 
 def _budget(value: Any, key: str) -> int | None:
@@ -103,8 +106,9 @@ def _budget(value: Any, key: str) -> int | None:
     return value
 
 
-def _names(value: Any, key: str, *, allowed: frozenset[str] | None = None,
-           allow_empty_names: bool = False) -> frozenset[str] | None:
+def _names(
+    value: Any, key: str, *, allowed: frozenset[str] | None = None, allow_empty_names: bool = False
+) -> frozenset[str] | None:
     if value is None:
         return None
     if not isinstance(value, list | tuple | set | frozenset):
@@ -159,12 +163,15 @@ class ContextFilters:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "authors", _names(self.authors, "filters.authors"))
-        object.__setattr__(self, "exclude_authors",
-                           _names(self.exclude_authors, "filters.exclude_authors") or frozenset())
-        object.__setattr__(self, "invocation_ids",
-                           _names(self.invocation_ids, "filters.invocation_ids", allow_empty_names=True))
-        object.__setattr__(self, "content_types",
-                           _names(self.content_types, "filters.content_types", allowed=PART_TYPES))
+        object.__setattr__(
+            self, "exclude_authors", _names(self.exclude_authors, "filters.exclude_authors") or frozenset()
+        )
+        object.__setattr__(
+            self, "invocation_ids", _names(self.invocation_ids, "filters.invocation_ids", allow_empty_names=True)
+        )
+        object.__setattr__(
+            self, "content_types", _names(self.content_types, "filters.content_types", allowed=PART_TYPES)
+        )
         object.__setattr__(self, "since", _instant(self.since, "filters.since"))
         object.__setattr__(self, "until", _instant(self.until, "filters.until"))
         if self.since is not None and self.until is not None and self.since > self.until:
@@ -187,8 +194,10 @@ class ContextFilters:
             raise _invalid("filters", "context_policy filters must be a mapping")
         _check_keys(config, _FILTER_KEYS, "filters.")
         if config.get("include_partial", False) is not False:
-            raise _invalid("filters.include_partial",
-                           "partial events never enter model history; filters.include_partial may only be false")
+            raise _invalid(
+                "filters.include_partial",
+                "partial events never enter model history; filters.include_partial may only be false",
+            )
         return cls(**{k: v for k, v in config.items() if k != "include_partial"})
 
     def admits(self, event: Event, current_invocation_id: str) -> bool:
@@ -236,8 +245,11 @@ class ContextPolicy:
         if not isinstance(self.overflow, str) or self.overflow not in _OVERFLOWS:
             raise _invalid("overflow", 'context_policy overflow must be "truncate" or "error"')
         if self.overflow == "compress":
-            raise ConfigError('context_policy overflow "compress" is not supported yet; use "truncate" or "error"',
-                              reason="context_compress_unsupported", details={"key": "overflow"})
+            raise ConfigError(
+                'context_policy overflow "compress" is not supported yet; use "truncate" or "error"',
+                reason="context_compress_unsupported",
+                details={"key": "overflow"},
+            )
         if not isinstance(self.filters, ContextFilters):
             raise _invalid("filters", "context_policy filters must be ContextFilters")
 
@@ -295,8 +307,13 @@ def _projected_parts(content: Content) -> list[dict[str, Any]]:
 
 
 def _projectable(event: Event) -> bool:
-    return (event.content is not None and bool(event.content.parts) and not event.partial
-            and event.author != "system" and event.error is None)
+    return (
+        event.content is not None
+        and bool(event.content.parts)
+        and not event.partial
+        and event.author != "system"
+        and event.error is None
+    )
 
 
 def _role(author: str, parts: list[dict[str, Any]]) -> str:
@@ -348,8 +365,11 @@ def _drop_unpaired(entries: list[_Entry]) -> tuple[list[_Entry], int]:
     kept: list[_Entry] = []
     lost = 0
     for i, entry in enumerate(entries):
-        keep = [k for k, p in enumerate(entry.parts)
-                if entry.pinned[k] or p["type"] not in ("function_call", "function_response") or (i, k) in paired]
+        keep = [
+            k
+            for k, p in enumerate(entry.parts)
+            if entry.pinned[k] or p["type"] not in ("function_call", "function_response") or (i, k) in paired
+        ]
         if not keep:
             lost += entry.events
             continue
@@ -369,8 +389,9 @@ def _exchanges(entries: list[_Entry]) -> list[list[_Entry]]:
     return units
 
 
-def _overage(n_bytes: int, max_bytes: int | None, max_tokens: int | None,
-             keys: tuple[str, str] = ("max_bytes", "max_tokens")) -> dict[str, int] | None:
+def _overage(
+    n_bytes: int, max_bytes: int | None, max_tokens: int | None, keys: tuple[str, str] = ("max_bytes", "max_tokens")
+) -> dict[str, int] | None:
     """Structural details of a budget overrun, or ``None`` when ``n_bytes`` fits."""
     if max_bytes is not None and n_bytes > max_bytes:
         return {"bytes": n_bytes, keys[0]: max_bytes}
@@ -381,8 +402,9 @@ def _overage(n_bytes: int, max_bytes: int | None, max_tokens: int | None,
 
 
 def _budget_error(details: dict[str, int]) -> BudgetExceeded:
-    return BudgetExceeded("the model history does not fit the context budget", reason="context_budget_exceeded",
-                          details=details)
+    return BudgetExceeded(
+        "the model history does not fit the context budget", reason="context_budget_exceeded", details=details
+    )
 
 
 def _truncate(units: list[list[_Entry]], policy: ContextPolicy) -> tuple[list[list[_Entry]], int]:
@@ -423,8 +445,9 @@ def _fingerprint(value: Any) -> str:
     return hashlib.sha256(canonical_dumps(value).encode("utf-8")).hexdigest()[:32]
 
 
-def history_from_events(events: Sequence[Event], *, current_invocation_id: str,
-                        policy: ContextPolicy) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def history_from_events(
+    events: Sequence[Event], *, current_invocation_id: str, policy: ContextPolicy
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Build the model history of an invocation from stored events (rules in the module docs).
 
     Args:
@@ -448,8 +471,9 @@ def history_from_events(events: Sequence[Event], *, current_invocation_id: str,
     filters = policy.filters
     # The current invocation's events go last, in their own order: another invocation that paused or ran in the
     # same session meanwhile must not come between a call of this one and its answer.
-    events = [e for e in events if e.invocation_id != current_invocation_id] + \
-        [e for e in events if e.invocation_id == current_invocation_id]
+    events = [e for e in events if e.invocation_id != current_invocation_id] + [
+        e for e in events if e.invocation_id == current_invocation_id
+    ]
     current = next((e.id for e in events if e.author == "user" and e.invocation_id == current_invocation_id), None)
     entries: list[_Entry] = []
     skipped = filtered = 0
@@ -478,14 +502,22 @@ def history_from_events(events: Sequence[Event], *, current_invocation_id: str,
     units, dropped = _truncate(_exchanges(entries), policy)
     history = [entry.to_history() for unit in units for entry in unit]
     n_bytes = sum(entry.size for unit in units for entry in unit)
-    stats = {"events": len(events), "skipped": skipped, "filtered": filtered, "selected": len(history),
-             "dropped": dropped, "bytes": n_bytes, "tokens_estimate": estimate_tokens(n_bytes),
-             "fingerprint": _fingerprint(history)}
+    stats = {
+        "events": len(events),
+        "skipped": skipped,
+        "filtered": filtered,
+        "selected": len(history),
+        "dropped": dropped,
+        "bytes": n_bytes,
+        "tokens_estimate": estimate_tokens(n_bytes),
+        "fingerprint": _fingerprint(history),
+    }
     return history, stats
 
 
-def check_request_envelope(config: Mapping[str, Any], history: list[dict[str, Any]],
-                           declarations: list[dict[str, Any]], policy: ContextPolicy) -> dict[str, Any]:
+def check_request_envelope(
+    config: Mapping[str, Any], history: list[dict[str, Any]], declarations: list[dict[str, Any]], policy: ContextPolicy
+) -> dict[str, Any]:
     """Measure the whole provider request and enforce ``max_request_bytes`` / ``max_request_tokens``.
 
     The envelope is the config's :data:`ENVELOPE_CONFIG_KEYS` values (resolved instruction text, not providers),
@@ -501,17 +533,26 @@ def check_request_envelope(config: Mapping[str, Any], history: list[dict[str, An
         ValidationError: reason ``invalid_json`` when a value is not JSON-safe (for example an unresolved
             instruction provider).
     """
-    envelope = prune_secrets({
-        "config": {k: config[k] for k in ENVELOPE_CONFIG_KEYS if config.get(k) is not None},
-        "history": list(history),
-        "declarations": list(declarations),
-    })
+    envelope = prune_secrets(
+        {
+            "config": {k: config[k] for k in ENVELOPE_CONFIG_KEYS if config.get(k) is not None},
+            "history": list(history),
+            "declarations": list(declarations),
+        }
+    )
     text = canonical_dumps(envelope)
     n_bytes = len(text.encode("utf-8")) + FRAMING_BYTES * (len(history) + len(declarations))
-    over = _overage(n_bytes, policy.max_request_bytes, policy.max_request_tokens,
-                    ("max_request_bytes", "max_request_tokens"))
+    over = _overage(
+        n_bytes, policy.max_request_bytes, policy.max_request_tokens, ("max_request_bytes", "max_request_tokens")
+    )
     if over is not None:
-        raise BudgetExceeded("the model request does not fit the request context budget",
-                             reason="request_context_budget_exceeded", details=over)
-    return {"bytes": n_bytes, "tokens_estimate": estimate_tokens(n_bytes),
-            "fingerprint": hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]}
+        raise BudgetExceeded(
+            "the model request does not fit the request context budget",
+            reason="request_context_budget_exceeded",
+            details=over,
+        )
+    return {
+        "bytes": n_bytes,
+        "tokens_estimate": estimate_tokens(n_bytes),
+        "fingerprint": hashlib.sha256(text.encode("utf-8")).hexdigest()[:32],
+    }

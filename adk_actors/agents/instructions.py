@@ -50,11 +50,17 @@ def check_template(text: Any, field_name: str) -> None:
         raise ConfigError("instructions are str templates", reason="invalid_value", details={"key": field_name})
     for key in template_keys(text):
         if key.startswith("artifact."):
-            raise ConfigError("artifact placeholders need an artifact service, which agents do not have",
-                              reason="unsupported_placeholder", details={"key": field_name, "placeholder": "artifact"})
+            raise ConfigError(
+                "artifact placeholders need an artifact service, which agents do not have",
+                reason="unsupported_placeholder",
+                details={"key": field_name, "placeholder": "artifact"},
+            )
         if is_secret_key(key.partition(":")[2] or key):
-            raise ConfigError("instruction placeholders cannot read secret-like state keys",
-                              reason="secret_state_key", details={"key": field_name})
+            raise ConfigError(
+                "instruction placeholders cannot read secret-like state keys",
+                reason="secret_state_key",
+                details={"key": field_name},
+            )
 
 
 def resolve_instructions(local: Any, global_: Any, scope: dict[str, Any]) -> dict[str, Any]:
@@ -84,16 +90,23 @@ def render_template(text: str, state: Mapping[str, Any]) -> str:
     Raises:
         AgentError: ``missing_state_key`` (``details["key"]`` names it) or ``instruction_too_large``.
     """
+
     def value(match: re.Match[str]) -> str:
         key = match.group(1)
         if key not in state:
-            raise AgentError("the instruction reads a state key the invocation does not have",
-                             reason="missing_state_key", details={"key": key[:256]})
+            raise AgentError(
+                "the instruction reads a state key the invocation does not have",
+                reason="missing_state_key",
+                details={"key": key[:256]},
+            )
         item = state[key]
         return item if isinstance(item, str) else canonical_dumps(item)
 
     rendered = _PLACEHOLDER.sub(value, text)
     if len(rendered) > MAX_RENDERED_CHARS:
-        raise AgentError("the rendered instruction is too large", reason="instruction_too_large",
-                         details={"max_chars": MAX_RENDERED_CHARS})
+        raise AgentError(
+            "the rendered instruction is too large",
+            reason="instruction_too_large",
+            details={"max_chars": MAX_RENDERED_CHARS},
+        )
     return rendered

@@ -94,8 +94,7 @@ class RunnerState:
     ending: bool = False
     write_failed: bool = False
     events: list[Event] = field(default_factory=list)
-    writes: deque[tuple[Event, Mapping[str, Any] | None, Callable[[], None], bool, bool]] = field(
-        default_factory=deque)
+    writes: deque[tuple[Event, Mapping[str, Any] | None, Callable[[], None], bool, bool]] = field(default_factory=deque)
     temp_cleared: bool = False
     writing: bool = False
     sent: int = 0
@@ -119,6 +118,7 @@ class RunnerState:
 
 
 # ---- blocking session and provider calls (I/O threads of the host) ---------------------------------------------
+
 
 def _session_calls(token: Any, service: Any, ops: tuple[SessionOp, ...]) -> list[Any]:
     return [getattr(service, op.method)(*op.args, **op.kwargs) for op in ops]
@@ -159,16 +159,24 @@ class _Batcher:
     def _add_many(self, parts: list[dict[str, Any]], size: int) -> None:
         self.total += size
         if self.total > self.max_bytes:
-            raise BudgetExceeded("the model's streamed output passed max_stream_output_bytes",
-                                 reason="max_stream_output_bytes", details={"max": self.max_bytes})
+            raise BudgetExceeded(
+                "the model's streamed output passed max_stream_output_bytes",
+                reason="max_stream_output_bytes",
+                details={"max": self.max_bytes},
+            )
         with self.lock:
             if not self.parts:
                 self.first = time.monotonic()
                 self.timer = thread_timers.add(_BATCH_SECONDS, self._flush_due)
             for part in parts:
                 last = self.parts[-1] if self.parts else None
-                if last is not None and part.get("type") == "text" and last.get("type") == "text" \
-                        and set(part) == {"type", "text"} and set(last) == {"type", "text"}:
+                if (
+                    last is not None
+                    and part.get("type") == "text"
+                    and last.get("type") == "text"
+                    and set(part) == {"type", "text"}
+                    and set(last) == {"type", "text"}
+                ):
                     last["text"] += part["text"]
                 else:
                     self.parts.append(dict(part))
@@ -196,8 +204,14 @@ class _Batcher:
             self.parts, self.count = [], 0
 
 
-def _stream(token: Any, config: dict[str, Any], history: list[dict[str, Any]], tools: list[dict[str, Any]],
-            mode: str, max_bytes: int) -> ModelResponse:
+def _stream(
+    token: Any,
+    config: dict[str, Any],
+    history: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    mode: str,
+    max_bytes: int,
+) -> ModelResponse:
     batcher = _Batcher(token, mode, max_bytes)
     try:
         if mode == "text":
@@ -236,14 +250,22 @@ class RunnerMixin:
         def _next_group(self, turn: _Turn) -> None: ...
         def _group(self, turn: _Turn, indices: Any) -> deque[list[int]]: ...
         def _on_tool(self, turn: _Turn, index: int, value: Any, error: AdkError | None) -> None: ...
-        def _call_agent(self, turn: _Turn, index: int, target: str, args: dict[str, Any],
-                        deadline: float) -> None: ...
+        def _call_agent(self, turn: _Turn, index: int, target: str, args: dict[str, Any], deadline: float) -> None: ...
         def _emit(self, turn: _Turn, name: str, measurements: dict[str, Any], **metadata: Any) -> None: ...
-        def io_call(self, fn: Any, args: tuple[Any, ...], deadline: float, on_done: Any,
-                    on_progress: Any = None) -> int: ...
+        def io_call(
+            self, fn: Any, args: tuple[Any, ...], deadline: float, on_done: Any, on_progress: Any = None
+        ) -> int: ...
         def cancel_io(self, io_id: int) -> None: ...
-        def run_job(self, fn: Any, args: tuple[Any, ...], deadline: float, on_done: Any, *,
-                    inline: bool = False, job_class: str = "default") -> str | None: ...
+        def run_job(
+            self,
+            fn: Any,
+            args: tuple[Any, ...],
+            deadline: float,
+            on_done: Any,
+            *,
+            inline: bool = False,
+            job_class: str = "default",
+        ) -> str | None: ...
         def call(self, ref: Any, request: Any, deadline: float, on_reply: Any) -> str: ...
         def send_to(self, ref: Any, message: Any) -> None: ...
 
@@ -255,15 +277,20 @@ class RunnerMixin:
         if admission is None:
             self._runner_load(turn)
             return
-        request = Acquire(agent=self.spec.name, owner_pid=os.getpid(), overflow=admission.get("overflow", ""),
-                          queue_timeout_ms=int(admission.get("queue_timeout", -1)))
+        request = Acquire(
+            agent=self.spec.name,
+            owner_pid=os.getpid(),
+            overflow=admission.get("overflow", ""),
+            queue_timeout_ms=int(admission.get("queue_timeout", -1)),
+        )
 
         def granted(permit: Any, error: AdkError | None) -> None:
             if error is not None:
                 # The admission queue holds a request no longer than its caller waits: past the invocation's
                 # deadline, the run timed out (whichever of the two answers arrived first).
-                if (isinstance(error, AskTimeout) or error.reason == "admission_timeout") \
-                        and time.monotonic() >= turn.deadline:
+                if (
+                    isinstance(error, AskTimeout) or error.reason == "admission_timeout"
+                ) and time.monotonic() >= turn.deadline:
                     error = self._turn_timeout()
                 self._finish(turn, None, error)
                 return
@@ -280,8 +307,16 @@ class RunnerMixin:
             self.send_to("admission", Release(permit_id=runner.permit.permit_id))
             runner.permit = None
 
-    def _runner_io(self, turn: _Turn, fn: Any, args: tuple[Any, ...], on_done: Any,
-                   on_progress: Any = None, deadline: float | None = None, cancellable: bool = False) -> None:
+    def _runner_io(
+        self,
+        turn: _Turn,
+        fn: Any,
+        args: tuple[Any, ...],
+        on_done: Any,
+        on_progress: Any = None,
+        deadline: float | None = None,
+        cancellable: bool = False,
+    ) -> None:
         """A blocking call of this invocation; ``cancellable`` ones (provider calls) are cancelled when the
         invocation ends early. Session writes are never cancelled half-way."""
         runner = turn.runner
@@ -293,14 +328,20 @@ class RunnerMixin:
                 runner.io_ids.discard(holder[0])
             on_done(value, error)
 
-        io_id = self.io_call(fn, args, deadline if deadline is not None else time.monotonic() + _WRITE_TIMEOUT_S,
-                             done, on_progress)
+        io_id = self.io_call(
+            fn, args, deadline if deadline is not None else time.monotonic() + _WRITE_TIMEOUT_S, done, on_progress
+        )
         if cancellable:
             holder.append(io_id)
             runner.io_ids.add(io_id)
 
-    def _session(self, turn: _Turn, ops: list[SessionOp], on_done: Callable[[list[Any], AdkError | None], None],
-                 deadline: float | None = None) -> None:
+    def _session(
+        self,
+        turn: _Turn,
+        ops: list[SessionOp],
+        on_done: Callable[[list[Any], AdkError | None], None],
+        deadline: float | None = None,
+    ) -> None:
         """Session-service calls in order, as one step: a message to the node's store actor for the in-memory
         backend (no thread, no endpoint), blocking calls on the I/O threads for any other backend. ``on_done``
         gets the list of results."""
@@ -318,21 +359,30 @@ class RunnerMixin:
         assert runner is not None
 
         ref = runner.ref
-        load = SessionOp(method="create_session", kwargs={"app_name": ref.app_name, "user_id": ref.user_id,
-                                                          "session_id": ref.session_id})
+        load = SessionOp(
+            method="create_session",
+            kwargs={"app_name": ref.app_name, "user_id": ref.user_id, "session_id": ref.session_id},
+        )
         user: Event | None = None
         denial: Decision | None = None
         if runner.request.resume is None:
             policy = runner.request.options.runtime_policy
             if policy is not None:
-                denial = next((d for d in (policy.check_agent(self.spec.name),
-                                           policy.check_content("input_content", self.spec.name, turn.input))
-                               if not d.allowed), None)
+                denial = next(
+                    (
+                        d
+                        for d in (
+                            policy.check_agent(self.spec.name),
+                            policy.check_content("input_content", self.spec.name, turn.input),
+                        )
+                        if not d.allowed
+                    ),
+                    None,
+                )
             if denial is None:
                 try:
                     self._check_input(turn.input)
-                    user = Event.new(invocation_id=turn.invocation_id, author="user",
-                                     content=turn.input).redacted()
+                    user = Event.new(invocation_id=turn.invocation_id, author="user", content=turn.input).redacted()
                 except AdkError as err:
                     self._finish(turn, None, err)  # nothing stored: the session is not even read
                     return
@@ -374,9 +424,14 @@ class RunnerMixin:
             state = round_state(runner.events, found.invocation_id)
             call_id = pause.details.get("call_id") or None
             name = pause.details.get("function_name")
-            gated = next((i for i, c in enumerate(state.calls)
-                          if i not in state.answered and c.get("name") == name and (c.get("id") or None) == call_id),
-                         None)
+            gated = next(
+                (
+                    i
+                    for i, c in enumerate(state.calls)
+                    if i not in state.answered and c.get("name") == name and (c.get("id") or None) == call_id
+                ),
+                None,
+            )
             if gated is None:
                 raise RunError("the paused call is no longer open", reason="no_paused_invocation")
         except AdkError as err:
@@ -396,10 +451,13 @@ class RunnerMixin:
             # (a function-response part has no field for it) its thought signature in the event's own field.
             part = FunctionResponsePart(name=call["name"], id=call.get("id"), response=response).to_dict()
             signature = call.get("thought_signature")
-            claim = Event.new(invocation_id=turn.invocation_id, author=self.spec.name,
-                              content={"schema_version": 1, "parts": [part]},
-                              actions=EventActions(state_delta=delta),
-                              thought_signature=signature or None)
+            claim = Event.new(
+                invocation_id=turn.invocation_id,
+                author=self.spec.name,
+                content={"schema_version": 1, "parts": [part]},
+                actions=EventActions(state_delta=delta),
+                thought_signature=signature or None,
+            )
             turn.responses[gated] = part
             runner.persisted.add(gated)
         else:
@@ -407,8 +465,11 @@ class RunnerMixin:
             if response["confirmed"]:
                 runner.approved.add(gated)
             else:
-                turn.responses[gated] = failed_function_response(call["name"], call.get("id"), ToolError(
-                    "the user rejected the call", reason="tool_confirmation_rejected")).to_dict()
+                turn.responses[gated] = failed_function_response(
+                    call["name"],
+                    call.get("id"),
+                    ToolError("the user rejected the call", reason="tool_confirmation_rejected"),
+                ).to_dict()
 
         def claimed() -> None:
             runner.started = True
@@ -422,8 +483,16 @@ class RunnerMixin:
         self._persist(turn, claim, claimed, expected=expected)
 
     # ---- events: one write at a time, in order ----------------------------------------------------------------
-    def _persist(self, turn: _Turn, event: Event, then: Callable[[], None], *,
-                 expected: Mapping[str, Any] | None = None, always: bool = False, boundary: bool = False) -> None:
+    def _persist(
+        self,
+        turn: _Turn,
+        event: Event,
+        then: Callable[[], None],
+        *,
+        expected: Mapping[str, Any] | None = None,
+        always: bool = False,
+        boundary: bool = False,
+    ) -> None:
         """Store ``event`` after every earlier write of this turn, send it to the sink, then call ``then``
         (skipped once the turn is done unless ``always``). ``boundary``: the invocation's final or error event —
         the ``temp:`` state is cleared in the same step."""
@@ -439,8 +508,7 @@ class RunnerMixin:
         runner.events.append(event)
         runner.sent += 1
         if runner.request.sink is not None:
-            self.send_to(runner.request.sink, TurnEvent(turn_id=runner.request.turn_id, index=runner.sent,
-                                                        event=event))
+            self.send_to(runner.request.sink, TurnEvent(turn_id=runner.request.turn_id, index=runner.sent, event=event))
 
     def _pump(self, turn: _Turn) -> None:
         runner = turn.runner
@@ -470,8 +538,11 @@ class RunnerMixin:
                 then()
             self._pump(turn)
 
-        ops = [SessionOp(method="add_event", args=(runner.ref, event)) if expected is None
-               else SessionOp(method="add_event_if_state", args=(runner.ref, event, expected))]
+        ops = [
+            SessionOp(method="add_event", args=(runner.ref, event))
+            if expected is None
+            else SessionOp(method="add_event_if_state", args=(runner.ref, event, expected))
+        ]
         if boundary:
             ops.append(SessionOp(method="clear_temp_state", args=(runner.ref,)))
         self._session(turn, ops, written)
@@ -484,46 +555,72 @@ class RunnerMixin:
         options = runner.request.options
         runner.llm_calls += 1
         if runner.llm_calls > options.max_llm_calls:
-            self._finish(turn, None, BudgetExceeded("the invocation used up max_llm_calls", reason="max_llm_calls",
-                                                    details={"max": options.max_llm_calls}))
+            self._finish(
+                turn,
+                None,
+                BudgetExceeded(
+                    "the invocation used up max_llm_calls",
+                    reason="max_llm_calls",
+                    details={"max": options.max_llm_calls},
+                ),
+            )
             return False
         events = runner.events
         if self.spec.history_policy == "exclude":  # earlier turns are removed; this invocation's input stays
             events = [e for e in events if e.invocation_id == turn.invocation_id]
         try:
-            history, stats = history_from_events(events, current_invocation_id=turn.invocation_id,
-                                                 policy=options.context_policy)
-            envelope = check_request_envelope(turn.config, history, list(self._declarations()),
-                                              options.context_policy)
+            history, stats = history_from_events(
+                events, current_invocation_id=turn.invocation_id, policy=options.context_policy
+            )
+            envelope = check_request_envelope(turn.config, history, list(self._declarations()), options.context_policy)
         except AdkError as err:
             self._finish(turn, None, err)
             return False
-        self._emit(turn, "agent.context.build", {"selected": stats["selected"], "dropped": stats["dropped"],
-                                                  "bytes": stats["bytes"]}, fingerprint=stats["fingerprint"])
-        self._emit(turn, "agent.context.envelope", {"bytes": envelope["bytes"],
-                                                     "tokens_estimate": envelope["tokens_estimate"]},
-                   fingerprint=envelope["fingerprint"])
+        self._emit(
+            turn,
+            "agent.context.build",
+            {"selected": stats["selected"], "dropped": stats["dropped"], "bytes": stats["bytes"]},
+            fingerprint=stats["fingerprint"],
+        )
+        self._emit(
+            turn,
+            "agent.context.envelope",
+            {"bytes": envelope["bytes"], "tokens_estimate": envelope["tokens_estimate"]},
+            fingerprint=envelope["fingerprint"],
+        )
         turn.history = history
         return True
 
     def _declarations(self) -> list[dict[str, Any]]:
         return list(getattr(self, "declarations", []))
 
-    def _runner_provider(self, turn: _Turn, history: list[dict[str, Any]], deadline: float,
-                         done: Callable[[Any, AdkError | None], None]) -> None:
+    def _runner_provider(
+        self, turn: _Turn, history: list[dict[str, Any]], deadline: float, done: Callable[[Any, AdkError | None], None]
+    ) -> None:
         from adk_actors.agents.agent_actor import _generate
 
         options = turn.runner.request.options if turn.runner is not None else None
         assert options is not None and turn.runner is not None
         turn.runner.streamed = []
         if options.streaming_mode == "none":
-            self._runner_io(turn, _generate, (turn.config, list(history), self._declarations()), done,
-                            deadline=deadline, cancellable=True)
+            self._runner_io(
+                turn,
+                _generate,
+                (turn.config, list(history), self._declarations()),
+                done,
+                deadline=deadline,
+                cancellable=True,
+            )
             return
-        self._runner_io(turn, _stream, (turn.config, list(history), self._declarations(), options.streaming_mode,
-                                        options.max_stream_output_bytes), done,
-                        on_progress=lambda batch: self._on_delta(turn, batch), deadline=deadline,
-                        cancellable=True)
+        self._runner_io(
+            turn,
+            _stream,
+            (turn.config, list(history), self._declarations(), options.streaming_mode, options.max_stream_output_bytes),
+            done,
+            on_progress=lambda batch: self._on_delta(turn, batch),
+            deadline=deadline,
+            cancellable=True,
+        )
 
     def _on_delta(self, turn: _Turn, batch: tuple[dict[str, Any], dict[str, Any] | None]) -> None:
         """One batch of a stream: a partial event, with the grounding envelope a frame of the batch carried."""
@@ -543,8 +640,13 @@ class RunnerMixin:
                     self.cancel_io(io_id)
                 return
         try:
-            event = Event.new(invocation_id=turn.invocation_id, author=self.spec.name, content=content, partial=True,
-                              provider_metadata=grounding)
+            event = Event.new(
+                invocation_id=turn.invocation_id,
+                author=self.spec.name,
+                content=content,
+                partial=True,
+                provider_metadata=grounding,
+            )
         except AdkError as err:
             self._finish(turn, None, err)
             return
@@ -557,8 +659,12 @@ class RunnerMixin:
         if response.function_calls:
             runner.approved.clear()  # an approval covers one call of one round, never a later one
             try:
-                event = Event.new(invocation_id=turn.invocation_id, author=name, content=response.content,
-                                  provider_metadata=response.provider_metadata)
+                event = Event.new(
+                    invocation_id=turn.invocation_id,
+                    author=name,
+                    content=response.content,
+                    provider_metadata=response.provider_metadata,
+                )
             except AdkError as err:  # an answer the event model refuses fails the turn, never the actor
                 self._finish(turn, None, err)
                 return
@@ -577,17 +683,22 @@ class RunnerMixin:
                 return
         delta: dict[str, Any] = {}
         if self.spec.output_key:
-            delta[self.spec.output_key] = json.loads(response.text) if self.spec.output_schema is not None \
-                else output
+            delta[self.spec.output_key] = json.loads(response.text) if self.spec.output_schema is not None else output
         try:
-            final = Event.new(invocation_id=turn.invocation_id, author=name, content=response.content,
-                              is_final=True, actions=EventActions(state_delta=delta),
-                              provider_metadata=response.provider_metadata)
+            final = Event.new(
+                invocation_id=turn.invocation_id,
+                author=name,
+                content=response.content,
+                is_final=True,
+                actions=EventActions(state_delta=delta),
+                provider_metadata=response.provider_metadata,
+            )
         except AdkError as err:
             self._finish(turn, None, err)
             return
-        self._persist(turn, final, lambda: self._finish(turn, TurnResult(kind="completed", output=output), None),
-                      boundary=True)
+        self._persist(
+            turn, final, lambda: self._finish(turn, TurnResult(kind="completed", output=output), None), boundary=True
+        )
 
     # ---- tools ----------------------------------------------------------------------------------------------------
     def _check(self, turn: _Turn, index: int, decisions: list[Decision]) -> bool:
@@ -604,8 +715,9 @@ class RunnerMixin:
 
     def _runner_allows_result(self, turn: _Turn, index: int, part: dict[str, Any]) -> bool:
         policy = turn.runner.request.options.runtime_policy if turn.runner is not None else None
-        return policy is None or self._check(turn, index, [
-            policy.check_content("tool_result", turn.calls[index]["name"], part.get("response", {}))])
+        return policy is None or self._check(
+            turn, index, [policy.check_content("tool_result", turn.calls[index]["name"], part.get("response", {}))]
+        )
 
     def _runner_call_tool(self, turn: _Turn, index: int, tool: Any, args: dict[str, Any], deadline: float) -> None:
         runner = turn.runner
@@ -613,8 +725,9 @@ class RunnerMixin:
         call = turn.calls[index]
         name = call["name"]
         policy = runner.request.options.runtime_policy
-        if policy is not None and not self._check(turn, index, [policy.check_tool(name),
-                                                                policy.check_arguments(name, args)]):
+        if policy is not None and not self._check(
+            turn, index, [policy.check_tool(name), policy.check_arguments(name, args)]
+        ):
             return
         if tool.agent:
             self._call_agent(turn, index, tool.agent, args, deadline)
@@ -622,8 +735,13 @@ class RunnerMixin:
         tool_timeout = runner.request.options.tool_timeout_ms
         if tool_timeout is not None:
             deadline = min(deadline, time.monotonic() + tool_timeout / 1000.0)
-        context = {"invocation_id": turn.invocation_id, "agent_name": self.spec.name, **turn.scope,
-                   "state": turn.state, "ancestry": (*turn.ancestry, self.spec.name)}
+        context = {
+            "invocation_id": turn.invocation_id,
+            "agent_name": self.spec.name,
+            **turn.scope,
+            "state": turn.state,
+            "ancestry": (*turn.ancestry, self.spec.name),
+        }
         if index in runner.approved or tool.confirmation == "never":
             self._execute(turn, index, tool, args, context, deadline)
             return
@@ -636,21 +754,24 @@ class RunnerMixin:
             if turn.done:
                 return
             if error is not None or not isinstance(value, dict) or "error" in value:
-                reason = "confirmation_failed" if error is not None or not isinstance(value, dict) \
-                    else str(value["error"])
+                reason = (
+                    "confirmation_failed" if error is not None or not isinstance(value, dict) else str(value["error"])
+                )
                 self._failed(turn, index, ToolError("the confirmation gate failed", reason=reason))
             elif value.get("required"):
                 self._confirm(turn, index, args, str(value.get("hint", "")))
             else:
                 self._execute(turn, index, tool, args, context, deadline)
 
-        job = self.run_job(_CHECK_GATE, (tool.payload, args, call.get("id"), context), deadline, gated,
-                           inline=tool.inline)
+        job = self.run_job(
+            _CHECK_GATE, (tool.payload, args, call.get("id"), context), deadline, gated, inline=tool.inline
+        )
         if job:
             runner.jobs.add(job)
 
-    def _execute(self, turn: _Turn, index: int, tool: Any, args: dict[str, Any], context: dict[str, Any],
-                 deadline: float) -> None:
+    def _execute(
+        self, turn: _Turn, index: int, tool: Any, args: dict[str, Any], context: dict[str, Any], deadline: float
+    ) -> None:
         runner = turn.runner
         assert runner is not None
         call = turn.calls[index]
@@ -662,25 +783,49 @@ class RunnerMixin:
             runner.jobs.discard(job or "")
             self._on_tool(turn, index, value, error)
 
-        job = self.run_job(_EXECUTE_TOOL, (tool.payload, call["name"], args, call.get("id"), context,
-                                           list(self.spec.callbacks) if hooks else [], True), deadline, done,
-                           inline=tool.inline and not hooks)
+        job = self.run_job(
+            _EXECUTE_TOOL,
+            (
+                tool.payload,
+                call["name"],
+                args,
+                call.get("id"),
+                context,
+                list(self.spec.callbacks) if hooks else [],
+                True,
+            ),
+            deadline,
+            done,
+            inline=tool.inline and not hooks,
+        )
         if job:
             runner.jobs.add(job)
 
     def _confirm(self, turn: _Turn, index: int, args: dict[str, Any], hint: str) -> None:
         call = turn.calls[index]
-        details = {"type": "tool_confirmation", "function_name": call["name"], "call_id": call.get("id") or "",
-                   "action_id": action_id(turn.invocation_id, call["name"], call.get("id"), args)}
+        details = {
+            "type": "tool_confirmation",
+            "function_name": call["name"],
+            "call_id": call.get("id") or "",
+            "action_id": action_id(turn.invocation_id, call["name"], call.get("id"), args),
+        }
         if hint:
             details["hint"] = hint
         self._runner_pause(turn, "tool_confirmation", details)
 
     def _runner_suspend(self, turn: _Turn, index: int, value: dict[str, Any]) -> None:
         call = turn.calls[index]
-        self._runner_pause(turn, "long_running", {
-            "type": "long_running", "function_name": call["name"], "call_id": call.get("id") or "",
-            "operation_id": str(value.get("operation_id", "")), "message": str(value.get("message", ""))})
+        self._runner_pause(
+            turn,
+            "long_running",
+            {
+                "type": "long_running",
+                "function_name": call["name"],
+                "call_id": call.get("id") or "",
+                "operation_id": str(value.get("operation_id", "")),
+                "message": str(value.get("message", "")),
+            },
+        )
 
     def _unpersisted_parts(self, turn: _Turn) -> list[dict[str, Any]]:
         runner = turn.runner
@@ -697,22 +842,33 @@ class RunnerMixin:
         assert runner is not None
         delta, runner.state_delta = runner.state_delta, {}
         control, runner.control = runner.control, {}
-        return Event.new(invocation_id=turn.invocation_id, author=self.spec.name,
-                         content={"schema_version": 1, "parts": parts},
-                         actions=EventActions(state_delta=delta, escalate=control.get("escalate", False),
-                                              transfer_to_agent=control.get("transfer_to_agent")))
+        return Event.new(
+            invocation_id=turn.invocation_id,
+            author=self.spec.name,
+            content={"schema_version": 1, "parts": parts},
+            actions=EventActions(
+                state_delta=delta,
+                escalate=control.get("escalate", False),
+                transfer_to_agent=control.get("transfer_to_agent"),
+            ),
+        )
 
-    def _runner_transferred(self, turn: _Turn, target: str, output: Any, content: Any,
-                            delta: dict[str, Any]) -> None:
+    def _runner_transferred(self, turn: _Turn, target: str, output: Any, content: Any, delta: dict[str, Any]) -> None:
         """The sub-agent a tool transferred to answered: its answer is the invocation's final event (its author)."""
         try:
-            final = Event.new(invocation_id=turn.invocation_id, author=target, content=content, is_final=True,
-                              actions=EventActions(state_delta=delta))
+            final = Event.new(
+                invocation_id=turn.invocation_id,
+                author=target,
+                content=content,
+                is_final=True,
+                actions=EventActions(state_delta=delta),
+            )
         except AdkError as err:
             self._finish(turn, None, err)
             return
-        self._persist(turn, final, lambda: self._finish(turn, TurnResult(kind="completed", output=output), None),
-                      boundary=True)
+        self._persist(
+            turn, final, lambda: self._finish(turn, TurnResult(kind="completed", output=output), None), boundary=True
+        )
 
     def _runner_round_end(self, turn: _Turn) -> None:
         parts = self._unpersisted_parts(turn)
@@ -742,8 +898,11 @@ class RunnerMixin:
         """Append the denial's audit event (before the invocation started it is still recorded) and go on."""
         runner = turn.runner
         assert runner is not None
-        record = decision.record(invocation_id=turn.invocation_id, agent=self.spec.name,
-                                 **({"run_id": runner.request.run_id} if runner.request.run_id else {}))
+        record = decision.record(
+            invocation_id=turn.invocation_id,
+            agent=self.spec.name,
+            **({"run_id": runner.request.run_id} if runner.request.run_id else {}),
+        )
         self._persist(turn, audit_event(invocation_id=turn.invocation_id, record=record), then)
 
     # ---- the end --------------------------------------------------------------------------------------------------
@@ -767,8 +926,13 @@ class RunnerMixin:
             self._release_permit(runner)
             result = value
             if isinstance(value, TurnResult):
-                result = TurnResult(kind=value.kind, output=value.output, event=value.event, events=runner.sent,
-                                    invocation_id=turn.invocation_id)
+                result = TurnResult(
+                    kind=value.kind,
+                    output=value.output,
+                    event=value.event,
+                    events=runner.sent,
+                    invocation_id=turn.invocation_id,
+                )
             self._complete(turn, result, error)
 
         def clear() -> None:
@@ -779,13 +943,20 @@ class RunnerMixin:
 
         if error is not None and runner.started and not runner.write_failed:
             runner.writes.clear()
-            self._persist(turn, error_event(invocation_id=turn.invocation_id, author=self.spec.name, error=error),
-                          clear, always=True, boundary=True)
+            self._persist(
+                turn,
+                error_event(invocation_id=turn.invocation_id, author=self.spec.name, error=error),
+                clear,
+                always=True,
+                boundary=True,
+            )
             return
         clear()
 
 
 def _denied(decision: Decision) -> PolicyDenied:
-    return PolicyDenied("the runtime policy denied the operation", reason=decision.reason,
-                        details={"operation": decision.operation, "subject": decision.subject,
-                                 "policy_id": decision.policy_id})
+    return PolicyDenied(
+        "the runtime policy denied the operation",
+        reason=decision.reason,
+        details={"operation": decision.operation, "subject": decision.subject, "policy_id": decision.policy_id},
+    )

@@ -85,10 +85,17 @@ class RunnerOptions:
 def _int(value: Any, key: str, *, minimum: int = 1, maximum: int | None = None, none: bool = False) -> Any:
     if value is None and none:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (
-            maximum is not None and value > maximum):
-        raise ConfigError(f"runner option {key} must be an integer in range", reason="invalid_value",
-                          details={"key": key, "min": minimum, **({"max": maximum} if maximum else {})})
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        raise ConfigError(
+            f"runner option {key} must be an integer in range",
+            reason="invalid_value",
+            details={"key": key, "min": minimum, **({"max": maximum} if maximum else {})},
+        )
     return value
 
 
@@ -113,27 +120,43 @@ def runner_options(**options: Any) -> RunnerOptions:
     Raises:
         ConfigError: ``unknown_key`` or ``invalid_value`` with ``details["key"]``; ``context_compress_unsupported``.
     """
-    known = {"run_timeout", "max_llm_calls", "max_tool_rounds", "streaming_mode", "max_stream_output_bytes",
-             "tool_execution", "context_policy", "admission_control", "runtime_policy"}
+    known = {
+        "run_timeout",
+        "max_llm_calls",
+        "max_tool_rounds",
+        "streaming_mode",
+        "max_stream_output_bytes",
+        "tool_execution",
+        "context_policy",
+        "admission_control",
+        "runtime_policy",
+    }
     unknown = sorted(k for k in options if k not in known)
     if unknown:
         raise ConfigError("unknown Runner option", reason="unknown_key", details={"key": unknown[0]})
     mode = options.get("streaming_mode", "none")
     if mode not in _STREAMING_MODES:
-        raise ConfigError("streaming_mode must be none, text or content", reason="invalid_value",
-                          details={"key": "streaming_mode"})
+        raise ConfigError(
+            "streaming_mode must be none, text or content", reason="invalid_value", details={"key": "streaming_mode"}
+        )
     tool_execution = options.get("tool_execution")
     tools = _strict({} if tool_execution is None else tool_execution, "tool_execution", _TOOL_EXECUTION_KEYS)
     tool_mode = tools.get("mode", "parallel")
     if tool_mode not in ("serial", "parallel"):
-        raise ConfigError("tool_execution.mode must be serial or parallel", reason="invalid_value",
-                          details={"key": "tool_execution.mode"})
+        raise ConfigError(
+            "tool_execution.mode must be serial or parallel",
+            reason="invalid_value",
+            details={"key": "tool_execution.mode"},
+        )
     admission = options.get("admission_control")
     if admission is not None:
         admission = dict(_strict(admission, "admission_control", _ADMISSION_KEYS))
         if admission.get("overflow", "reject") not in ("reject", "queue"):
-            raise ConfigError("admission_control.overflow must be reject or queue", reason="invalid_value",
-                              details={"key": "admission_control.overflow"})
+            raise ConfigError(
+                "admission_control.overflow must be reject or queue",
+                reason="invalid_value",
+                details={"key": "admission_control.overflow"},
+            )
         _int(admission.get("queue_timeout", 0), "admission_control.queue_timeout", minimum=0)
     policy = options.get("runtime_policy")
     if policy is not None and not isinstance(policy, RuntimePolicy):
@@ -146,16 +169,24 @@ def runner_options(**options: Any) -> RunnerOptions:
         max_llm_calls=_int(options.get("max_llm_calls", 32), "max_llm_calls"),
         max_tool_rounds=_int(options.get("max_tool_rounds", 16), "max_tool_rounds", minimum=0),
         streaming_mode=mode,
-        max_stream_output_bytes=_int(options.get("max_stream_output_bytes", DEFAULT_MAX_STREAM_OUTPUT_BYTES),
-                                     "max_stream_output_bytes", maximum=MAX_STREAM_OUTPUT_BYTES),
+        max_stream_output_bytes=_int(
+            options.get("max_stream_output_bytes", DEFAULT_MAX_STREAM_OUTPUT_BYTES),
+            "max_stream_output_bytes",
+            maximum=MAX_STREAM_OUTPUT_BYTES,
+        ),
         tool_mode=tool_mode,
         max_concurrency=_int(tools.get("max_concurrency", 8), "tool_execution.max_concurrency"),
-        tool_timeout_ms=_int(tools.get("tool_timeout"), "tool_execution.tool_timeout", none=True,
-                             maximum=MAX_RUN_TIMEOUT_MS),
-        context_policy=context, admission=admission, runtime_policy=policy)
+        tool_timeout_ms=_int(
+            tools.get("tool_timeout"), "tool_execution.tool_timeout", none=True, maximum=MAX_RUN_TIMEOUT_MS
+        ),
+        context_policy=context,
+        admission=admission,
+        runtime_policy=policy,
+    )
 
 
 # ---- messages -------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResumeSpec:
@@ -228,6 +259,7 @@ class TurnResult:
 
 # ---- pauses ---------------------------------------------------------------------------------------------------
 
+
 def pause_key(continuation_id: str) -> str:
     return PAUSE_PREFIX + continuation_id
 
@@ -241,10 +273,14 @@ def action_id(invocation_id: str, name: str, call_id: str | None, args: Mapping[
 def pause_event(*, invocation_id: str, author: str, reason: str, details: Mapping[str, Any]) -> Event:
     """The event that pauses an invocation (``actions.pause`` with a fresh continuation id; opens its key)."""
     continuation_id = "cont_" + uuid.uuid4().hex
-    return Event.new(invocation_id=invocation_id, author=author,
-                     actions=EventActions(state_delta={pause_key(continuation_id): OPEN},
-                                          pause=Pause(continuation_id=continuation_id, reason=reason,
-                                                      details=dict(details))))
+    return Event.new(
+        invocation_id=invocation_id,
+        author=author,
+        actions=EventActions(
+            state_delta={pause_key(continuation_id): OPEN},
+            pause=Pause(continuation_id=continuation_id, reason=reason, details=dict(details)),
+        ),
+    )
 
 
 def claim_delta(continuation_id: str) -> dict[str, str]:
@@ -253,8 +289,9 @@ def claim_delta(continuation_id: str) -> dict[str, str]:
 
 def audit_event(*, invocation_id: str, record: Mapping[str, Any]) -> Event:
     """The immutable ``system`` event recording a runtime-policy denial (no arguments or content)."""
-    return Event.new(invocation_id=invocation_id, author="system",
-                     actions=EventActions(runtime_policy_decision=dict(record)))
+    return Event.new(
+        invocation_id=invocation_id, author="system", actions=EventActions(runtime_policy_decision=dict(record))
+    )
 
 
 def error_event(*, invocation_id: str, author: str, error: BaseException) -> Event:
@@ -289,8 +326,11 @@ def select_pause(pauses: Sequence[OpenPause], key: str) -> OpenPause:
     if not matching:
         raise RunError("no paused invocation to resume", reason="no_paused_invocation")
     if len(matching) > 1:
-        raise RunError("more than one paused invocation; name one", reason="ambiguous_paused_invocation",
-                       details={"invocation_ids": sorted({p.invocation_id for p in matching})[:16]})
+        raise RunError(
+            "more than one paused invocation; name one",
+            reason="ambiguous_paused_invocation",
+            details={"invocation_ids": sorted({p.invocation_id for p in matching})[:16]},
+        )
     return matching[0]
 
 
@@ -303,13 +343,20 @@ def check_resume_response(pause: Pause, response: Any) -> Any:
     Raises:
         ValidationError: ``invalid_resume_response`` (``details["rule"]``).
     """
+
     def bad(rule: str) -> ValidationError:
-        return ValidationError("the resume response does not fit the pause", reason="invalid_resume_response",
-                               details={"rule": rule, "pause": pause.reason})
+        return ValidationError(
+            "the resume response does not fit the pause",
+            reason="invalid_resume_response",
+            details={"rule": rule, "pause": pause.reason},
+        )
 
     if pause.reason == "tool_confirmation":
-        if not isinstance(response, Mapping) or set(response) != {"confirmed"} \
-                or not isinstance(response["confirmed"], bool):
+        if (
+            not isinstance(response, Mapping)
+            or set(response) != {"confirmed"}
+            or not isinstance(response["confirmed"], bool)
+        ):
             raise bad("confirmation_shape")
         return {"confirmed": response["confirmed"]}
     if pause.reason == "long_running":

@@ -66,8 +66,21 @@ MAX_TOOL_ROUNDS = 16
 """Model/tool rounds one turn may take before it fails with ``max_tool_rounds``."""
 MAX_DESCRIPTION_CHARS = 4096
 
-AGENT_KEYS = frozenset({"input_schema", "output_schema", "output_key", "history_policy", "sub_agents", "callbacks",
-                        "callback_config", "description", "name", "session_id", "session_service"})
+AGENT_KEYS = frozenset(
+    {
+        "input_schema",
+        "output_schema",
+        "output_key",
+        "history_policy",
+        "sub_agents",
+        "callbacks",
+        "callback_config",
+        "description",
+        "name",
+        "session_id",
+        "session_service",
+    }
+)
 """Config keys that belong to the agent (everything else is the provider's and validated by it)."""
 LOCAL_KEYS = frozenset({"session_id", "session_service"})
 """Agent keys the provider does not know (removed before the provider validates the rest)."""
@@ -91,11 +104,15 @@ def check_agent_name(name: Any, *, field_name: str = "name") -> str:
         AgentError: reason ``invalid_agent_name`` or ``reserved_agent_name``.
     """
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-        raise AgentError("agent names match [A-Za-z_][A-Za-z0-9_]* (at most 64 characters)",
-                         reason="invalid_agent_name", details={"field": field_name})
+        raise AgentError(
+            "agent names match [A-Za-z_][A-Za-z0-9_]* (at most 64 characters)",
+            reason="invalid_agent_name",
+            details={"field": field_name},
+        )
     if name in RESERVED_NAMES:
-        raise AgentError("this agent name is reserved", reason="reserved_agent_name",
-                         details={"field": field_name, "name": name})
+        raise AgentError(
+            "this agent name is reserved", reason="reserved_agent_name", details={"field": field_name, "name": name}
+        )
     return name
 
 
@@ -201,9 +218,11 @@ def compile_spec_catalog(spec: AgentSpec) -> tuple[ToolCatalog, list[dict[str, A
     for t in spec.tools:
         if t.source != "tool":
             toolsets.setdefault(t.source.removeprefix("toolset:"), []).append(_Declared(t))
-    catalog = compile_catalog([_Declared(t) for t in spec.tools if t.source == "tool"],
-                              [Toolset.of(name, members) for name, members in toolsets.items()],
-                              sub_agents=spec.sub_agent_names())
+    catalog = compile_catalog(
+        [_Declared(t) for t in spec.tools if t.source == "tool"],
+        [Toolset.of(name, members) for name, members in toolsets.items()],
+        sub_agents=spec.sub_agent_names(),
+    )
     declarations = catalog.declarations()
     for sub in spec.sub_agents:
         agent_tool = _Declared(ToolSpec(name=sub.name, description=sub.description, schema=AGENT_TOOL_SCHEMA))
@@ -235,8 +254,14 @@ def _tool_spec(tool: Any, source: str = "tool") -> ToolSpec:
         raise ToolError("not a tool", reason="invalid_tool", details={"type": type(tool).__name__})
     compiled = compile_schema(tool.schema())
     if isinstance(tool, AgentTool):
-        return ToolSpec(name=tool.name, description=tool.description, schema=compiled.schema, agent=tool.agent,
-                        parallel_safe=True, source=source)
+        return ToolSpec(
+            name=tool.name,
+            description=tool.description,
+            schema=compiled.schema,
+            agent=tool.agent,
+            parallel_safe=True,
+            source=source,
+        )
     static = getattr(tool, "requires_confirmation", False)
     gate = getattr(tool, "require_confirmation", None)
     own_gate = getattr(tool, "_gate", None)  # FunctionTool keeps a static flag here
@@ -249,11 +274,21 @@ def _tool_spec(tool: Any, source: str = "tool") -> ToolSpec:
     try:
         payload = cloudpickle.dumps(tool)
     except Exception:
-        raise ToolError("the tool cannot be sent to another process", reason="unpicklable_callable",
-                        details={"tool": str(tool.name)[:128]}) from None
-    return ToolSpec(name=tool.name, description=tool.description, schema=compiled.schema, payload=payload,
-                    parallel_safe=is_parallel_safe(tool), inline=is_inline(tool), confirmation=confirmation,
-                    source=source)
+        raise ToolError(
+            "the tool cannot be sent to another process",
+            reason="unpicklable_callable",
+            details={"tool": str(tool.name)[:128]},
+        ) from None
+    return ToolSpec(
+        name=tool.name,
+        description=tool.description,
+        schema=compiled.schema,
+        payload=payload,
+        parallel_safe=is_parallel_safe(tool),
+        inline=is_inline(tool),
+        confirmation=confirmation,
+        source=source,
+    )
 
 
 def _sub_agents(raw: Any) -> tuple[SubAgent, ...]:
@@ -273,16 +308,23 @@ def _sub_agents(raw: Any) -> tuple[SubAgent, ...]:
             entry = {"agent": entry}
         unknown = sorted(set(entry) - {"agent", "description"})
         if unknown:
-            raise _config_error(f"unknown config key 'sub_agents.{alias}.{unknown[0]}'", "unknown_key",
-                                f"sub_agents.{alias}.{unknown[0]}")
+            raise _config_error(
+                f"unknown config key 'sub_agents.{alias}.{unknown[0]}'",
+                "unknown_key",
+                f"sub_agents.{alias}.{unknown[0]}",
+            )
         target = _agent_name(entry.get("agent", alias), f"sub_agents.{alias}.agent")
         if target != alias:
-            raise AgentError("a sub-agent alias must equal the agent's registered name", reason="alias_mismatch",
-                             details={"alias": alias, "name": target})
+            raise AgentError(
+                "a sub-agent alias must equal the agent's registered name",
+                reason="alias_mismatch",
+                details={"alias": alias, "name": target},
+            )
         description = entry.get("description", "")
         if not isinstance(description, str) or len(description) > MAX_DESCRIPTION_CHARS:
-            raise _config_error("sub-agent descriptions are bounded str", "invalid_value",
-                                f"sub_agents.{alias}.description")
+            raise _config_error(
+                "sub-agent descriptions are bounded str", "invalid_value", f"sub_agents.{alias}.description"
+            )
         out.append(SubAgent(name=alias, description=description))
     return tuple(out)
 
@@ -311,24 +353,30 @@ def _provider(value: Any) -> CallableRef:
     try:
         return callable_ref(value)
     except AdkError as exc:
-        raise ConfigError("the instruction provider cannot be sent to a worker", reason="invalid_value",
-                          details={"key": "instructions", "rule": exc.reason}) from None
+        raise ConfigError(
+            "the instruction provider cannot be sent to a worker",
+            reason="invalid_value",
+            details={"key": "instructions", "rule": exc.reason},
+        ) from None
 
 
 def _conversation_store(service: Any) -> Any:
     from adk_actors.sessions import InMemorySessionService
 
     if service is None:
-        raise _config_error("session_id needs a shared session store (session_service)", "session_backend_required",
-                            "session_id")
+        raise _config_error(
+            "session_id needs a shared session store (session_service)", "session_backend_required", "session_id"
+        )
     if isinstance(service, InMemorySessionService) or not callable(getattr(service, "save_conversation", None)):
-        raise _config_error("session_service must be a shared (SQL) session service", "invalid_value",
-                            "session_service")
+        raise _config_error(
+            "session_service must be a shared (SQL) session service", "invalid_value", "session_service"
+        )
     try:
         pickle.dumps(service)
     except Exception:
-        raise _config_error("session_service must pickle (a service descriptor)", "invalid_value",
-                            "session_service") from None
+        raise _config_error(
+            "session_service must pickle (a service descriptor)", "invalid_value", "session_service"
+        ) from None
     return service
 
 
@@ -338,9 +386,16 @@ def _structured_output(model_config: Mapping[str, Any]) -> bool:
     return capabilities(model_config).get("structured_output") is True
 
 
-def build_spec(name: str, config: Mapping[str, Any], tools: Sequence[Any] = (), *,
-               call_timeout_ms: Any = 60000, turn_timeout_ms: Any = 60000,
-               max_concurrent_invocations: int = 32, session_service: Any = None) -> AgentSpec:
+def build_spec(
+    name: str,
+    config: Mapping[str, Any],
+    tools: Sequence[Any] = (),
+    *,
+    call_timeout_ms: Any = 60000,
+    turn_timeout_ms: Any = 60000,
+    max_concurrent_invocations: int = 32,
+    session_service: Any = None,
+) -> AgentSpec:
     """Validate an agent's name, config and tools into an :class:`AgentSpec`.
 
     ``session_id`` (config) persists the compatibility conversation through the session service's legacy
@@ -360,8 +415,11 @@ def build_spec(name: str, config: Mapping[str, Any], tools: Sequence[Any] = (), 
     if not isinstance(config, Mapping) or not all(isinstance(k, str) for k in config):
         raise _config_error("an agent config is a dict with str keys", "invalid_value", "config")
     config = dict(config)
-    providers = {key: _provider(config.pop(key)) for key in ("instructions", "global_instruction")
-                 if key in config and _is_provider(config[key])}
+    providers = {
+        key: _provider(config.pop(key))
+        for key in ("instructions", "global_instruction")
+        if key in config and _is_provider(config[key])
+    }
     validate_config({k: v for k, v in config.items() if k not in LOCAL_KEYS})
     session_id = config.get("session_id")
     if session_id is not None and (not isinstance(session_id, str) or not session_id or len(session_id) > 255):
@@ -404,27 +462,48 @@ def build_spec(name: str, config: Mapping[str, Any], tools: Sequence[Any] = (), 
         model_config["api_key"] = Secret(model_config["api_key"])
     if output_schema is not None and _structured_output(model_config):
         generation = dict(model_config.get("generation_config") or {})
-        if "response_schema" not in generation and "response_json_schema" not in generation \
-                and "response_schema" not in model_config:
+        if (
+            "response_schema" not in generation
+            and "response_json_schema" not in generation
+            and "response_schema" not in model_config
+        ):
             generation.setdefault("response_mime_type", "application/json")
             generation["response_json_schema"] = output_schema
             model_config["generation_config"] = generation
     specs = tuple(spec for item in tools for spec in _tool_specs(item))
-    spec = AgentSpec(name=name, model_config=model_config, description=description, tools=specs,
-                     sub_agents=sub_agents, history_policy=history_policy, input_schema=input_schema,
-                     output_schema=output_schema, output_key=output_key,
-                     call_timeout_ms=_timeout_ms(call_timeout_ms), turn_timeout_ms=_timeout_ms(turn_timeout_ms),
-                     max_concurrent_invocations=int(max_concurrent_invocations), callbacks=tuple(callbacks),
-                     callback_hooks=callback_hooks, callback_config=callback_config,
-                     session_id=session_id, session_service=service if session_id is not None else None,
-                     instruction_provider=providers.get("instructions"),
-                     global_instruction_provider=providers.get("global_instruction"))
+    spec = AgentSpec(
+        name=name,
+        model_config=model_config,
+        description=description,
+        tools=specs,
+        sub_agents=sub_agents,
+        history_policy=history_policy,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        output_key=output_key,
+        call_timeout_ms=_timeout_ms(call_timeout_ms),
+        turn_timeout_ms=_timeout_ms(turn_timeout_ms),
+        max_concurrent_invocations=int(max_concurrent_invocations),
+        callbacks=tuple(callbacks),
+        callback_hooks=callback_hooks,
+        callback_config=callback_config,
+        session_id=session_id,
+        session_service=service if session_id is not None else None,
+        instruction_provider=providers.get("instructions"),
+        global_instruction_provider=providers.get("global_instruction"),
+    )
     compile_spec_catalog(spec)
     return spec
 
 
-def check_tree(root: str, children: Sequence[str], children_of: Callable[[str], Sequence[str]], *,
-               max_agents: int = MAX_TREE_AGENTS, max_depth: int = MAX_TREE_DEPTH) -> int:
+def check_tree(
+    root: str,
+    children: Sequence[str],
+    children_of: Callable[[str], Sequence[str]],
+    *,
+    max_agents: int = MAX_TREE_AGENTS,
+    max_depth: int = MAX_TREE_DEPTH,
+) -> int:
     """Validate the tree below a new agent ``root`` whose sub-agents are ``children``.
 
     ``children_of(name)`` returns the declared sub-agents of an existing agent (it may raise, for example
@@ -444,19 +523,25 @@ def check_tree(root: str, children: Sequence[str], children_of: Callable[[str], 
         parent, path, kids = stack.pop()
         for child in kids:
             if child == parent:
-                raise AgentError("an agent cannot be its own sub-agent", reason="self_reference",
-                                 details={"name": child})
+                raise AgentError(
+                    "an agent cannot be its own sub-agent", reason="self_reference", details={"name": child}
+                )
             if child in path:
-                raise AgentError("the agent tree has a cycle", reason="agent_cycle",
-                                 details={"name": child, "parent": parent})
+                raise AgentError(
+                    "the agent tree has a cycle", reason="agent_cycle", details={"name": child, "parent": parent}
+                )
             if child in owner:
-                raise AgentError("an agent has two parents in the tree", reason="duplicate_ownership",
-                                 details={"name": child, "parent": parent, "first_parent": owner[child]})
+                raise AgentError(
+                    "an agent has two parents in the tree",
+                    reason="duplicate_ownership",
+                    details={"name": child, "parent": parent, "first_parent": owner[child]},
+                )
             owner[child] = parent
             count += 1
             if count > max_agents:
-                raise AgentError("the agent tree has too many agents", reason="too_many_agents",
-                                 details={"max": max_agents})
+                raise AgentError(
+                    "the agent tree has too many agents", reason="too_many_agents", details={"max": max_agents}
+                )
             if len(path) > max_depth:
                 raise AgentError("the agent tree is too deep", reason="tree_too_deep", details={"max": max_depth})
             stack.append((child, (*path, child), children_of(child)))
@@ -472,7 +557,8 @@ def check_ancestry(name: str, ancestry: Sequence[str], *, max_depth: int = MAX_T
             above ``max_depth``).
     """
     if name in ancestry:
-        raise AgentError("the agent is already running in this invocation", reason="agent_cycle",
-                         details={"agent": name})
+        raise AgentError(
+            "the agent is already running in this invocation", reason="agent_cycle", details={"agent": name}
+        )
     if len(ancestry) > max_depth:
         raise AgentError("delegation is too deep", reason="tree_too_deep", details={"max": max_depth})

@@ -26,8 +26,7 @@ from adk_actors.tools import (
 from adk_actors.tools.context import running
 from adk_actors.tools.suspension import suspension_of
 
-__all__ = ["ACTIONS_KEY", "CONFIRMATION_REASON", "LONG_RUNNING_REASON", "STATE_DELTA_KEY", "check_gate",
-           "execute_tool"]
+__all__ = ["ACTIONS_KEY", "CONFIRMATION_REASON", "LONG_RUNNING_REASON", "STATE_DELTA_KEY", "check_gate", "execute_tool"]
 
 CONFIRMATION_REASON = "tool_confirmation_requires_runner"
 LONG_RUNNING_REASON = "long_running_requires_runner"
@@ -61,9 +60,15 @@ def _with_delta(part: dict[str, Any], delta: dict[str, Any], control: dict[str, 
     return {**part, **extra}
 
 
-def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str | None,
-                 context: dict[str, Any], callbacks: list[str | bytes] | None = None,
-                 runner: bool = False) -> dict[str, Any]:
+def execute_tool(
+    payload: bytes,
+    name: str,
+    args: dict[str, Any],
+    call_id: str | None,
+    context: dict[str, Any],
+    callbacks: list[str | bytes] | None = None,
+    runner: bool = False,
+) -> dict[str, Any]:
     """Run one validated tool call and return its function-response part as a dict.
 
     Args:
@@ -82,8 +87,9 @@ def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str |
         tool = cloudpickle.loads(payload)
         ctx = ToolContext(function_call_id=call_id, **context)
         if not runner and confirmation_for(tool, args, ctx).required:
-            error: BaseException = ToolError("the tool needs confirmation, which needs a runner",
-                                             reason=CONFIRMATION_REASON)
+            error: BaseException = ToolError(
+                "the tool needs confirmation, which needs a runner", reason=CONFIRMATION_REASON
+            )
             return failed_function_response(name, call_id, error).to_dict()
         view = {**{k: v for k, v in context.items() if k not in ("state", "ancestry")}, "function_call_id": call_id}
         if callbacks:
@@ -100,14 +106,17 @@ def execute_tool(payload: bytes, name: str, args: dict[str, Any], call_id: str |
         if suspension is not None:
             if runner:
                 return {"type": "suspension", **suspension}
-            return failed_function_response(name, call_id, ToolError(
-                "the tool suspends as long-running work, which needs a runner", reason=LONG_RUNNING_REASON)).to_dict()
+            return failed_function_response(
+                name,
+                call_id,
+                ToolError("the tool suspends as long-running work, which needs a runner", reason=LONG_RUNNING_REASON),
+            ).to_dict()
         if callbacks:
-            decision = run_hook(callbacks, "after_tool", [name, copy_json(args)[0], dict(view),
-                                                          copy_json(part.response)[0]])
+            decision = run_hook(
+                callbacks, "after_tool", [name, copy_json(args)[0], dict(view), copy_json(part.response)[0]]
+            )
             if decision["action"] == "replace":
-                return _with_delta(tool_result_response(name, call_id, decision["value"]).to_dict(), delta,
-                                   control)
+                return _with_delta(tool_result_response(name, call_id, decision["value"]).to_dict(), delta, control)
         return _with_delta(part.to_dict(), delta, control)
     except AdkError as err:
         return failed_function_response(name, call_id, err).to_dict()

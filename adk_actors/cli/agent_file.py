@@ -45,15 +45,32 @@ from adk_actors.logs import SECRET_ENV_VARS
 from adk_actors.secrets import is_secret_key
 from adk_actors.tools import FunctionTool, Tool
 
-__all__ = ["MAX_FILE_BYTES", "RUNNER_OPTIONS_KEY", "TOOLS_KEY", "AgentFile", "check_agent_config",
-           "check_runner_options", "find_secret", "load_agent_file", "load_tools", "read_agent_file"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "RUNNER_OPTIONS_KEY",
+    "TOOLS_KEY",
+    "AgentFile",
+    "check_agent_config",
+    "check_runner_options",
+    "find_secret",
+    "load_agent_file",
+    "load_tools",
+    "read_agent_file",
+]
 
 MAX_FILE_BYTES = 1024 * 1024
 """Largest agent file read (a config, not a data set)."""
 
 # Keys whose values are JSON Schemas: their property names describe data, not credentials.
-_SCHEMA_PATHS = frozenset({"input_schema", "output_schema", "response_schema", "generation_config.response_schema",
-                           "generation_config.response_json_schema"})
+_SCHEMA_PATHS = frozenset(
+    {
+        "input_schema",
+        "output_schema",
+        "response_schema",
+        "generation_config.response_schema",
+        "generation_config.response_json_schema",
+    }
+)
 # Top-level agent keys that look secret-named to the generic rule but are not ("output_key" names a state key).
 _NOT_SECRET = frozenset({"output_key"})
 _GOOGLE_KEY = re.compile(r"AIza[0-9A-Za-z\-_]{35}")
@@ -96,22 +113,28 @@ def read_agent_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     except FileNotFoundError:
         raise ConfigError("agent file not found", reason="config_not_found", details=where) from None
     except OSError as exc:
-        raise ConfigError("agent file cannot be read", reason="config_not_found",
-                          details={**where, "error": type(exc).__name__}) from None
+        raise ConfigError(
+            "agent file cannot be read", reason="config_not_found", details={**where, "error": type(exc).__name__}
+        ) from None
     if len(raw) > MAX_FILE_BYTES:
-        raise ConfigError("agent file is too large", reason="file_too_large",
-                          details={**where, "max_bytes": MAX_FILE_BYTES})
+        raise ConfigError(
+            "agent file is too large", reason="file_too_large", details={**where, "max_bytes": MAX_FILE_BYTES}
+        )
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError("agent file is not UTF-8", reason="invalid_json", details=where) from None
     except json.JSONDecodeError as exc:
         # The position only: the decoder's message may quote the file's text.
-        raise ConfigError("agent file is not valid JSON", reason="invalid_json",
-                          details={**where, "line": exc.lineno, "column": exc.colno}) from None
+        raise ConfigError(
+            "agent file is not valid JSON",
+            reason="invalid_json",
+            details={**where, "line": exc.lineno, "column": exc.colno},
+        ) from None
     if not isinstance(data, dict):
-        raise ConfigError("an agent file holds one JSON object", reason="invalid_value",
-                          details={**where, "key": "config"})
+        raise ConfigError(
+            "an agent file holds one JSON object", reason="invalid_value", details={**where, "key": "config"}
+        )
     return data
 
 
@@ -134,8 +157,12 @@ def _walk(value: Any, path: str, env_values: list[str], *, in_schema: bool) -> s
     if isinstance(value, Mapping):
         for key, item in value.items():
             child = f"{path}.{key}" if path else str(key)
-            if not in_schema and isinstance(key, str) and is_secret_key(key) \
-                    and not (path == "" and key in _NOT_SECRET):
+            if (
+                not in_schema
+                and isinstance(key, str)
+                and is_secret_key(key)
+                and not (path == "" and key in _NOT_SECRET)
+            ):
                 return child
             found = _walk(item, child, env_values, in_schema=in_schema or child in _SCHEMA_PATHS)
             if found is not None:
@@ -158,13 +185,17 @@ def check_runner_options(value: Any) -> dict[str, Any]:
             with ``details["key"]`` prefixed ``runner_options.``.
     """
     if not isinstance(value, Mapping):
-        raise ConfigError("runner_options is an object of Runner options", reason="invalid_value",
-                          details={"key": RUNNER_OPTIONS_KEY})
+        raise ConfigError(
+            "runner_options is an object of Runner options", reason="invalid_value", details={"key": RUNNER_OPTIONS_KEY}
+        )
     options = dict(value)
     chosen = sorted(_COMMAND_OPTIONS & options.keys())
     if chosen:
-        raise ConfigError(f"{chosen[0]} is chosen by the command, not by the agent file", reason="invalid_value",
-                          details={"key": f"{RUNNER_OPTIONS_KEY}.{chosen[0]}"})
+        raise ConfigError(
+            f"{chosen[0]} is chosen by the command, not by the agent file",
+            reason="invalid_value",
+            details={"key": f"{RUNNER_OPTIONS_KEY}.{chosen[0]}"},
+        )
     try:
         runner_options(**options)
     except AdkError as err:
@@ -184,8 +215,9 @@ def load_tools(value: Any) -> tuple[Any, ...]:
         ToolError, SchemaError: a plain function that ``FunctionTool`` cannot wrap.
     """
     if not isinstance(value, list) or not all(isinstance(name, str) and name for name in value):
-        raise ConfigError("tools is a list of importable names (pkg.module:attr)", reason="invalid_value",
-                          details={"key": TOOLS_KEY})
+        raise ConfigError(
+            "tools is a list of importable names (pkg.module:attr)", reason="invalid_value", details={"key": TOOLS_KEY}
+        )
     tools = []
     for index, name in enumerate(value):
         where = {"key": f"{TOOLS_KEY}[{index}]", "tool": name[:_MAX_NAME]}
@@ -209,6 +241,7 @@ def load_tools(value: Any) -> tuple[Any, ...]:
 
 def _short_safety_names(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` with ``HARM_CATEGORY_X`` safety categories spelled ``x`` (thresholds are case-insensitive)."""
+
     def fixed(settings: Any) -> Any:
         if not isinstance(settings, list):
             return settings
@@ -216,7 +249,7 @@ def _short_safety_names(config: dict[str, Any]) -> dict[str, Any]:
         for item in settings:
             category = item.get("category") if isinstance(item, Mapping) else None
             if isinstance(category, str) and category.lower().startswith(_HARM_PREFIX):
-                item = {**item, "category": category[len(_HARM_PREFIX):].lower()}
+                item = {**item, "category": category[len(_HARM_PREFIX) :].lower()}
             out.append(item)
         return out
 
@@ -242,8 +275,11 @@ def check_agent_config(config: Mapping[str, Any], environ: Mapping[str, str] | N
     """
     secret = find_secret(config, environ)
     if secret is not None:
-        raise ConfigError("secrets do not belong in an agent file; keep GEMINI_API_KEY in the environment",
-                          reason="secret_in_config", details={"key": secret})
+        raise ConfigError(
+            "secrets do not belong in an agent file; keep GEMINI_API_KEY in the environment",
+            reason="secret_in_config",
+            details={"key": secret},
+        )
     if "name" not in config:
         raise ConfigError("an agent file names its agent", reason="missing_key", details={"key": "name"})
     name = config["name"]

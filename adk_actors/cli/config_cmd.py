@@ -22,8 +22,11 @@ def add_parser(sub: Any) -> None:
     """Register ``config validate`` on the ``adk`` subparsers."""
     config = sub.add_parser("config", help="agent config files", description="Agent config files.")
     actions = config.add_subparsers(dest="config_command", metavar="ACTION", required=True)
-    check = actions.add_parser("validate", help="validate an agent config file (JSON)",
-                               description="Validate an agent config file with the same rules as spawn_agent.")
+    check = actions.add_parser(
+        "validate",
+        help="validate an agent config file (JSON)",
+        description="Validate an agent config file with the same rules as spawn_agent.",
+    )
     check.add_argument("file", metavar="FILE")
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.set_defaults(handler=validate)

@@ -92,8 +92,10 @@ class Console:
         self.out.flush()
 
     def banner(self) -> None:
-        self.write(f"adk console: agent {self.live.agent.name}, user {self.user_id}, session {self.session_id}"
-                   " (/help for commands)\n")
+        self.write(
+            f"adk console: agent {self.live.agent.name}, user {self.user_id}, session {self.session_id}"
+            " (/help for commands)\n"
+        )
 
     def handle(self, line: str) -> bool:
         """Handle one input line; ``False`` when the console should close."""
@@ -165,7 +167,7 @@ class Console:
         try:
             response = json.loads(argument)
         except json.JSONDecodeError:
-            self.write("/resume takes a JSON value, for example {\"confirmed\": true}\n")
+            self.write('/resume takes a JSON value, for example {"confirmed": true}\n')
             return
         outcome = self.live.runner.resume(self.user_id, self.session_id, None, response)
         if isinstance(outcome, Paused):
@@ -183,12 +185,17 @@ class Console:
             return
         keys = sorted(k for k in session.state if not is_secret_key(k))
         hidden = len(session.state) - len(keys)
-        pauses = [f"{p.continuation_id} ({p.event.actions.pause.reason})" for p in
-                  open_pauses(session.events, session.state) if p.event.actions.pause is not None]
-        self.write(f"session  {self.session_id} (user {self.user_id}, app {APP_NAME})\n"
-                   f"events   {len(session.events)}\n"
-                   f"state    {', '.join(keys) or '(none)'}" + (f" (+{hidden} hidden)" if hidden else "") + "\n"
-                   f"paused   {', '.join(pauses) or 'none'}\n")
+        pauses = [
+            f"{p.continuation_id} ({p.event.actions.pause.reason})"
+            for p in open_pauses(session.events, session.state)
+            if p.event.actions.pause is not None
+        ]
+        self.write(
+            f"session  {self.session_id} (user {self.user_id}, app {APP_NAME})\n"
+            f"events   {len(session.events)}\n"
+            f"state    {', '.join(keys) or '(none)'}" + (f" (+{hidden} hidden)" if hidden else "") + "\n"
+            f"paused   {', '.join(pauses) or 'none'}\n"
+        )
 
 
 def _pause_summary(details: dict[str, Any]) -> str:
@@ -198,8 +205,11 @@ def _pause_summary(details: dict[str, Any]) -> str:
 
 def add_parser(sub: Any) -> None:
     """Register ``console`` on the ``adk`` subparsers."""
-    parser = sub.add_parser("console", help="interactive chat with an agent from a JSON config file",
-                            description="Chat with the agent in FILE; /help lists the console commands.")
+    parser = sub.add_parser(
+        "console",
+        help="interactive chat with an agent from a JSON config file",
+        description="Chat with the agent in FILE; /help lists the console commands.",
+    )
     add_launch_arguments(parser)
     parser.set_defaults(handler=console)
 
@@ -210,9 +220,13 @@ def console(args: argparse.Namespace) -> int:
     try:
         options = options_from_args(args, streaming=True)
         with open_agent(options, load_settings()) as live:
-            chat = Console(live, user_id=validate_name(args.user, "user_id"),
-                           session_id=validate_name(args.session or new_session_id(), "session_id"),
-                           out=sys.stdout, err=sys.stderr)
+            chat = Console(
+                live,
+                user_id=validate_name(args.user, "user_id"),
+                session_id=validate_name(args.session or new_session_id(), "session_id"),
+                out=sys.stdout,
+                err=sys.stderr,
+            )
             chat.banner()
             while True:
                 if interactive:

@@ -43,8 +43,11 @@ T = TypeVar("T")
 
 def add_parser(sub: Any) -> None:
     """Register ``doctor`` on the ``adk`` subparsers."""
-    parser = sub.add_parser("doctor", help="check the installation, the actor system and the configuration",
-                            description="Check versions, the actor system, the session backend and the keys.")
+    parser = sub.add_parser(
+        "doctor",
+        help="check the installation, the actor system and the configuration",
+        description="Check versions, the actor system, the session backend and the keys.",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object of checks")
     parser.add_argument("--port", type=int, default=None, help="admin port (default: settings / $ADK_ADMIN_PORT)")
     parser.add_argument("--base-url", default=None, metavar="URL", help="model endpoint to probe")
@@ -55,8 +58,7 @@ def add_parser(sub: Any) -> None:
 
 def doctor(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status."""
-    checks = collect(port=args.port, base_url=args.base_url, require_system=args.require_system,
-                     timeout=args.timeout)
+    checks = collect(port=args.port, base_url=args.base_url, require_system=args.require_system, timeout=args.timeout)
     ok = overall_ok(checks)
     if args.json:
         print_json({"ok": ok, "checks": checks})
@@ -80,8 +82,9 @@ def render(checks: dict[str, Check], ok: bool) -> str:
     return "\n".join(lines)
 
 
-def collect(*, port: int | None = None, base_url: str | None = None, require_system: bool = False,
-            timeout: float = 3.0) -> dict[str, Check]:
+def collect(
+    *, port: int | None = None, base_url: str | None = None, require_system: bool = False, timeout: float = 3.0
+) -> dict[str, Check]:
     """Run every check, in report order."""
     checks: dict[str, Check] = {
         "adk_actors": {"status": "ok", "version": __version__, "detail": __version__},
@@ -96,12 +99,16 @@ def collect(*, port: int | None = None, base_url: str | None = None, require_sys
             checks[name] = {"status": "skipped", "detail": "settings do not load"}
         return checks
     checks["settings"] = _settings(settings)
-    checks["actor_system"] = _actor_system(settings, settings.admin_port if port is None else port, require_system,
-                                           timeout)
+    checks["actor_system"] = _actor_system(
+        settings, settings.admin_port if port is None else port, require_system, timeout
+    )
     checks["session_backend"] = _session_backend(settings)
     configured = settings.gemini_api_key is not None
-    checks["gemini_api_key"] = {"status": "ok" if configured else "warning", "configured": configured,
-                                "detail": "yes" if configured else "no (set GEMINI_API_KEY, or use --emulator)"}
+    checks["gemini_api_key"] = {
+        "status": "ok" if configured else "warning",
+        "configured": configured,
+        "detail": "yes" if configured else "no (set GEMINI_API_KEY, or use --emulator)",
+    }
     checks["base_url"] = _base_url(base_url or settings.gemini_base_url, timeout)
     return checks
 
@@ -109,8 +116,11 @@ def collect(*, port: int | None = None, base_url: str | None = None, require_sys
 def _python() -> Check:
     version = platform.python_version()
     good = sys.version_info >= (3, 11)
-    return {"status": "ok" if good else "fail", "version": version,
-            "detail": version if good else f"{version} (3.11 or newer needed)"}
+    return {
+        "status": "ok" if good else "fail",
+        "version": version,
+        "detail": version if good else f"{version} (3.11 or newer needed)",
+    }
 
 
 def _dependencies() -> Check:
@@ -128,8 +138,12 @@ def _dependencies() -> Check:
 def _settings(settings: Settings) -> Check:
     env_file = os.environ.get("ADK_CONFIG")
     source = env_file or ("config/adk.toml" if Path("config/adk.toml").is_file() else None)
-    return {"status": "ok", "config_file": source, "data_dir": str(settings.data_path()),
-            "detail": f"{source or 'defaults'}; data_dir {settings.data_path()}"}
+    return {
+        "status": "ok",
+        "config_file": source,
+        "data_dir": str(settings.data_path()),
+        "detail": f"{source or 'defaults'}; data_dir {settings.data_path()}",
+    }
 
 
 def _with_deadline(fn: Callable[[], T], timeout: float) -> T:
@@ -157,8 +171,12 @@ def _actor_system(settings: Settings, port: int, require: bool, timeout: float) 
 
     base: Check = {"port": port}
     if not port_listening(port, settings.bind_ip):
-        return {**base, "status": "fail" if require else "warning", "running": False,
-                "detail": f"not running on port {port}"}
+        return {
+            **base,
+            "status": "fail" if require else "warning",
+            "running": False,
+            "detail": f"not running on port {port}",
+        }
 
     def ping() -> tuple[float, list[str]]:
         started = time.monotonic()
@@ -173,31 +191,61 @@ def _actor_system(settings: Settings, port: int, require: bool, timeout: float) 
     try:
         elapsed_ms, children = _with_deadline(ping, timeout * 2 + 1)
     except SystemNotRunning as err:
-        return {**base, "status": "fail" if require else "warning", "running": False, "error": error_dict(err),
-                "detail": f"not running on port {port} ({err.reason})"}
+        return {
+            **base,
+            "status": "fail" if require else "warning",
+            "running": False,
+            "error": error_dict(err),
+            "detail": f"not running on port {port} ({err.reason})",
+        }
     except AdkError as err:
-        return {**base, "status": "fail", "running": False, "error": error_dict(err),
-                "detail": f"port {port} does not answer as an adk_actors system [{err.reason}]"}
-    return {**base, "status": "ok", "running": True, "ping_ms": round(elapsed_ms, 1), "children": children,
-            "detail": f"running on port {port} ({len(children)} children, {elapsed_ms:.0f} ms)"}
+        return {
+            **base,
+            "status": "fail",
+            "running": False,
+            "error": error_dict(err),
+            "detail": f"port {port} does not answer as an adk_actors system [{err.reason}]",
+        }
+    return {
+        **base,
+        "status": "ok",
+        "running": True,
+        "ping_ms": round(elapsed_ms, 1),
+        "children": children,
+        "detail": f"running on port {port} ({len(children)} children, {elapsed_ms:.0f} ms)",
+    }
 
 
 def _session_backend(settings: Settings) -> Check:
     if settings.session_backend == "memory":
         # Say the guarantee, not only the backend: a restart of the store actor loses every in-memory session.
-        return {"status": "ok", "backend": "memory", "durability": "lost_on_store_restart",
-                "detail": "memory (the node's session store actor; sessions are lost when it restarts or the "
-                          "node stops: use session_backend = \"sql\" to keep them)"}
+        return {
+            "status": "ok",
+            "backend": "memory",
+            "durability": "lost_on_store_restart",
+            "detail": "memory (the node's session store actor; sessions are lost when it restarts or the "
+            'node stops: use session_backend = "sql" to keep them)',
+        }
     from adk_actors.sessions.factory import default_sqlite_url, session_service_for
 
     dialect = _dialect(settings.session_url or default_sqlite_url(settings.data_dir))
     try:
         session_service_for(settings).close()
     except AdkError as err:
-        return {"status": "fail", "backend": "sql", "dialect": dialect, "error": error_dict(err),
-                "detail": f"sql ({dialect}) does not open [{err.reason}]"}
-    return {"status": "ok", "backend": "sql", "dialect": dialect, "durability": "durable",
-            "detail": f"sql ({dialect}) opens; sessions survive restarts"}
+        return {
+            "status": "fail",
+            "backend": "sql",
+            "dialect": dialect,
+            "error": error_dict(err),
+            "detail": f"sql ({dialect}) does not open [{err.reason}]",
+        }
+    return {
+        "status": "ok",
+        "backend": "sql",
+        "dialect": dialect,
+        "durability": "durable",
+        "detail": f"sql ({dialect}) opens; sessions survive restarts",
+    }
 
 
 def _dialect(url: str) -> str:
@@ -220,7 +268,19 @@ def _base_url(url: str | None, timeout: float) -> Check:
     try:
         reply = requests.get(url + "/", timeout=timeout, allow_redirects=False)
     except requests.RequestException as exc:
-        return {"status": "fail", "configured": True, "url": url, "reachable": False,
-                "error": {"type": type(exc).__name__}, "detail": f"{url} unreachable ({type(exc).__name__})"}
-    return {"status": "ok", "configured": True, "url": url, "reachable": True, "http_status": reply.status_code,
-            "detail": f"{url} reachable (HTTP {reply.status_code})"}
+        return {
+            "status": "fail",
+            "configured": True,
+            "url": url,
+            "reachable": False,
+            "error": {"type": type(exc).__name__},
+            "detail": f"{url} unreachable ({type(exc).__name__})",
+        }
+    return {
+        "status": "ok",
+        "configured": True,
+        "url": url,
+        "reachable": True,
+        "http_status": reply.status_code,
+        "detail": f"{url} reachable (HTTP {reply.status_code})",
+    }

@@ -31,8 +31,16 @@ from adk_actors.runner import Runner
 from adk_actors.runtime.system import ActorSystemHandle, attach
 from adk_actors.settings import Settings
 
-__all__ = ["APP_NAME", "LOCAL_KEY", "LaunchOptions", "LiveAgent", "add_launch_arguments", "new_session_id",
-           "open_agent", "options_from_args"]
+__all__ = [
+    "APP_NAME",
+    "LOCAL_KEY",
+    "LaunchOptions",
+    "LiveAgent",
+    "add_launch_arguments",
+    "new_session_id",
+    "open_agent",
+    "options_from_args",
+]
 
 APP_NAME = "adk-cli"
 """The app name of every session the CLI creates."""
@@ -78,8 +86,12 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--emulator", action="store_true", help="run against an in-process Gemini emulator")
     parser.add_argument("--script", default=None, metavar="PATH", help="emulator scenario script (with --emulator)")
     parser.add_argument("--base-url", default=None, metavar="URL", help="Gemini endpoint (https, or loopback http)")
-    parser.add_argument("--port", type=int, default=None,
-                        help="attach to the running system on this admin port (default: start an ephemeral one)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="attach to the running system on this admin port (default: start an ephemeral one)",
+    )
 
 
 def options_from_args(args: argparse.Namespace, *, streaming: bool) -> LaunchOptions:
@@ -91,10 +103,17 @@ def options_from_args(args: argparse.Namespace, *, streaming: bool) -> LaunchOpt
     if args.script is not None and not args.emulator:
         raise ConfigError("--script needs --emulator", reason="invalid_value", details={"key": "--script"})
     if args.emulator and args.base_url is not None:
-        raise ConfigError("--emulator and --base-url are mutually exclusive", reason="invalid_value",
-                          details={"key": "--base-url"})
-    return LaunchOptions(config_path=args.config, port=args.port, emulator=args.emulator, script=args.script,
-                         base_url=args.base_url, streaming=streaming)
+        raise ConfigError(
+            "--emulator and --base-url are mutually exclusive", reason="invalid_value", details={"key": "--base-url"}
+        )
+    return LaunchOptions(
+        config_path=args.config,
+        port=args.port,
+        emulator=args.emulator,
+        script=args.script,
+        base_url=args.base_url,
+        streaming=streaming,
+    )
 
 
 def new_session_id() -> str:
@@ -139,8 +158,11 @@ def _endpoint(config: dict[str, Any], options: LaunchOptions, settings: Settings
     if "base_url" in config and _is_loopback(config["base_url"]):
         config["api_key"] = LOCAL_KEY
         return
-    raise ProviderError("no Gemini API key: set GEMINI_API_KEY in the environment, or use --emulator "
-                        "(or --base-url with a local endpoint)", reason="missing_api_key")
+    raise ProviderError(
+        "no Gemini API key: set GEMINI_API_KEY in the environment, or use --emulator "
+        "(or --base-url with a local endpoint)",
+        reason="missing_api_key",
+    )
 
 
 @contextlib.contextmanager
@@ -166,8 +188,11 @@ def open_agent(options: LaunchOptions, settings: Settings) -> Iterator[LiveAgent
             try:
                 emulator = Emulator(script=options.script).start()
             except (OSError, ValueError) as exc:
-                raise ConfigError("the emulator cannot start with that script", reason="invalid_script",
-                                  details={"path": options.script, "error": type(exc).__name__}) from None
+                raise ConfigError(
+                    "the emulator cannot start with that script",
+                    reason="invalid_script",
+                    details={"path": options.script, "error": type(exc).__name__},
+                ) from None
             stack.callback(emulator.stop)
             config["base_url"] = emulator.base_url
             config["api_key"] = LOCAL_KEY
@@ -181,8 +206,14 @@ def open_agent(options: LaunchOptions, settings: Settings) -> Iterator[LiveAgent
             stack.callback(handle.stop)
         agent = spawn_agent(name, config, agent_file.tools, system=handle)
         stack.callback(_quietly_stop, agent, handle)
-        runner = Runner(agent, APP_NAME, session_service(handle.settings), system=handle,
-                        **agent_file.runner_options, streaming_mode="text" if options.streaming else "none")
+        runner = Runner(
+            agent,
+            APP_NAME,
+            session_service(handle.settings),
+            system=handle,
+            **agent_file.runner_options,
+            streaming_mode="text" if options.streaming else "none",
+        )
         yield LiveAgent(handle=handle, agent=agent, runner=runner, owns_system=options.port is None)
 
 

@@ -60,9 +60,12 @@ def session_guarantee(tree: dict[str, Any]) -> dict[str, Any]:
 
     ids = {child.get("id") for child in tree.get("children", ()) if isinstance(child, dict)}
     if STORE_NAME in ids:
-        return {"backend": "memory", "durability": "lost_on_store_restart",
-                "detail": "the node's session store actor: sessions are lost when it restarts or the node stops "
-                          "(session_backend = \"sql\" keeps them)"}
+        return {
+            "backend": "memory",
+            "durability": "lost_on_store_restart",
+            "detail": "the node's session store actor: sessions are lost when it restarts or the node stops "
+            '(session_backend = "sql" keeps them)',
+        }
     if ADMISSION_NAME in ids:
         return {"backend": "sql", "durability": "durable", "detail": "sessions are stored in SQL and survive restarts"}
     return {"backend": "none", "durability": "none", "detail": "this node runs no session store"}

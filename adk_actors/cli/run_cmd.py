@@ -39,8 +39,11 @@ EXIT_PAUSED = 3
 
 def add_parser(sub: Any) -> None:
     """Register ``run`` on the ``adk`` subparsers."""
-    parser = sub.add_parser("run", help="run one turn of an agent from a JSON config file",
-                            description="Run one Runner turn of the agent in FILE and print the answer.")
+    parser = sub.add_parser(
+        "run",
+        help="run one turn of an agent from a JSON config file",
+        description="Run one Runner turn of the agent in FILE and print the answer.",
+    )
     add_launch_arguments(parser)
     parser.add_argument("--message", required=True, help="the user's message")
     parser.add_argument("--json", action="store_true", help="print JSON events, one per line, then a result line")
@@ -82,8 +85,15 @@ def _run_json(live: LiveAgent, args: argparse.Namespace, session_id: str, scope:
         print_json({"type": "event", "event": event.redacted().to_dict()})
         last = event
     if last is not None and last.actions.pause is not None:
-        print_json({"type": "result", "ok": True, "status": "paused", **scope,
-                    "pause": last.redacted().actions.to_dict().get("pause")})
+        print_json(
+            {
+                "type": "result",
+                "ok": True,
+                "status": "paused",
+                **scope,
+                "pause": last.redacted().actions.to_dict().get("pause"),
+            }
+        )
         return EXIT_PAUSED
     output = None if last is None or last.content is None else output_value(last.content.simplified())
     print_json({"type": "result", "ok": True, "status": "completed", **scope, "output": output})

@@ -47,8 +47,19 @@ from adk_actors.sessions.actor import STORE_NAME
 from adk_actors.sessions.messages import SessionSummary
 from adk_actors.settings import load_settings
 
-__all__ = ["COMMANDS", "AdminShell", "add_parser", "main", "open_admin_shell", "outcome_view", "parse_command",
-           "render", "repl", "run", "tree_view"]
+__all__ = [
+    "COMMANDS",
+    "AdminShell",
+    "add_parser",
+    "main",
+    "open_admin_shell",
+    "outcome_view",
+    "parse_command",
+    "render",
+    "repl",
+    "run",
+    "tree_view",
+]
 
 COMMANDS = ("agents", "cancel", "hosts", "runs", "sessions", "stop-agent", "tree")
 """The commands of the shell (``help`` and ``exit`` are REPL-only)."""
@@ -117,7 +128,11 @@ class AdminShell:
         if command == "runs":
             return self.runs(int(argument) if argument is not None else DEFAULT_RUNS)
         handlers: dict[str, Callable[[], dict[str, Any]]] = {
-            "tree": self.tree, "hosts": self.hosts, "agents": self.agents, "sessions": self.sessions}
+            "tree": self.tree,
+            "hosts": self.hosts,
+            "agents": self.agents,
+            "sessions": self.sessions,
+        }
         return handlers[command]()
 
     # ---- commands ---------------------------------------------------------------------------------------------
@@ -137,19 +152,35 @@ class AdminShell:
         supervisor = self.handle.ask(HOSTS_NAME, GetStatus(), self._remaining(deadline))
         out = []
         for child in supervisor.get("children", []):
-            host: dict[str, Any] = {"id": child["id"], "host_id": _host_id(str(child["id"])),
-                                    "state": child["state"], "pid": child["pid"], "restarts": child["restarts"]}
+            host: dict[str, Any] = {
+                "id": child["id"],
+                "host_id": _host_id(str(child["id"])),
+                "state": child["state"],
+                "pid": child["pid"],
+                "restarts": child["restarts"],
+            }
             if child["state"] == "running" and child.get("address") is not None:
                 try:
                     status = self.handle.ask_address(child["address"], GetStatus(), deadline)
                 except AdkError as err:
                     host["error"] = err.reason
                 else:
-                    inner = [{"local_id": a["local_id"], "actor": a["actor"], "state": a["state"],
-                              "restarts": a["restarts"], "restart": a["restart"], "name": a["register_as"]}
-                             for a in status.get("inner", [])]
-                    host.update(inner_actors=status.get("inner_actors", len(inner)), inner=inner,
-                                inner_truncated=status.get("inner_actors", len(inner)) > len(inner))
+                    inner = [
+                        {
+                            "local_id": a["local_id"],
+                            "actor": a["actor"],
+                            "state": a["state"],
+                            "restarts": a["restarts"],
+                            "restart": a["restart"],
+                            "name": a["register_as"],
+                        }
+                        for a in status.get("inner", [])
+                    ]
+                    host.update(
+                        inner_actors=status.get("inner_actors", len(inner)),
+                        inner=inner,
+                        inner_truncated=status.get("inner_actors", len(inner)) > len(inner),
+                    )
             out.append(host)
         return out
 
@@ -164,18 +195,26 @@ class AdminShell:
             for actor in host.get("inner", []):
                 if actor["actor"] != AGENT_ACTOR:
                     continue
-                entry: dict[str, Any] = {"name": actor["name"] or actor["local_id"].removeprefix("agent."),
-                                         "host_id": host["host_id"], "local_id": actor["local_id"],
-                                         "state": actor["state"], "restarts": actor["restarts"]}
+                entry: dict[str, Any] = {
+                    "name": actor["name"] or actor["local_id"].removeprefix("agent."),
+                    "host_id": host["host_id"],
+                    "local_id": actor["local_id"],
+                    "state": actor["state"],
+                    "restarts": actor["restarts"],
+                }
                 if actor["state"] == "running":
                     try:
-                        info = self.handle.ask(LocalRef(host["host_id"], actor["local_id"]), Describe(),
-                                               self._remaining(deadline))
+                        info = self.handle.ask(
+                            LocalRef(host["host_id"], actor["local_id"]), Describe(), self._remaining(deadline)
+                        )
                     except AdkError as err:
                         entry["error"] = err.reason
                     else:
-                        entry.update(description=info.get("description", ""), tools=list(info.get("tools", [])),
-                                     sub_agents=list(info.get("sub_agents", [])))
+                        entry.update(
+                            description=info.get("description", ""),
+                            tools=list(info.get("tools", [])),
+                            sub_agents=list(info.get("sub_agents", [])),
+                        )
                 agents.append(entry)
         agents.sort(key=lambda a: a["name"])
         return {"agents": agents, "truncated": truncated}
@@ -190,8 +229,13 @@ class AdminShell:
         """``{"sessions": {"listed": true, "backend": "memory", "apps": {app: {user: n}}, "sessions", "truncated"}}``;
         ``listed`` is false when the node keeps no in-memory store (a SQL backend is not listed)."""
         if STORE_NAME not in self.root_children:
-            return {"sessions": {"listed": False, "backend": "sql",
-                                 "note": "this node keeps no in-memory session store: sessions are not listed"}}
+            return {
+                "sessions": {
+                    "listed": False,
+                    "backend": "sql",
+                    "note": "this node keeps no in-memory session store: sessions are not listed",
+                }
+            }
         summary = dict(self.handle.ask(STORE_NAME, SessionSummary(), self.timeout))
         return {"sessions": {"listed": True, **summary}}
 
@@ -238,8 +282,7 @@ def open_admin_shell(port: int | None = None, *, timeout: float = 10.0) -> Itera
     except SystemNotRunning:
         raise
     except AdkError as err:  # e.g. something listens on the port but never answers as our root
-        raise SystemNotRunning("the actor system did not answer", details={"port": port, "cause": err.reason}) \
-            from None
+        raise SystemNotRunning("the actor system did not answer", details={"port": port, "cause": err.reason}) from None
     try:
         shell = AdminShell(handle, timeout)
     except BaseException:
@@ -262,8 +305,9 @@ def parse_command(words: Sequence[str]) -> tuple[str, str | int | None]:
         raise ConfigError("no command given", reason="usage", details={"commands": list(COMMANDS)})
     command, rest = words[0], list(words[1:])
     if command not in COMMANDS:
-        raise ConfigError("unknown command", reason="unknown_command",
-                          details={"command": command[:64], "commands": list(COMMANDS)})
+        raise ConfigError(
+            "unknown command", reason="unknown_command", details={"command": command[:64], "commands": list(COMMANDS)}
+        )
     usage = {"cancel": "cancel RUN_ID", "stop-agent": "stop-agent NAME", "runs": "runs [LIMIT]"}.get(command, command)
     if command in ("cancel", "stop-agent"):
         if len(rest) == 1:
@@ -280,16 +324,27 @@ def parse_command(words: Sequence[str]) -> tuple[str, str | int | None]:
 
 def tree_view(root: Mapping[str, Any]) -> dict[str, Any]:
     """The shell's tree from :meth:`ActorSystemHandle.tree`'s raw statuses (addresses and registry dropped)."""
-    node: dict[str, Any] = {"id": root.get("id", "root"), "actor": root.get("type"), "kind": "supervisor",
-                            "state": "running", "pid": root.get("pid"), "restarts": 0}
+    node: dict[str, Any] = {
+        "id": root.get("id", "root"),
+        "actor": root.get("type"),
+        "kind": "supervisor",
+        "state": "running",
+        "pid": root.get("pid"),
+        "restarts": 0,
+    }
     node.update(_details(root))
     return node
 
 
 def _child_view(child: Mapping[str, Any]) -> dict[str, Any]:
-    node: dict[str, Any] = {"id": child["id"], "actor": str(child.get("actor") or "").rpartition(".")[2],
-                            "kind": child.get("kind"), "state": child["state"], "pid": child["pid"],
-                            "restarts": child["restarts"]}
+    node: dict[str, Any] = {
+        "id": child["id"],
+        "actor": str(child.get("actor") or "").rpartition(".")[2],
+        "kind": child.get("kind"),
+        "state": child["state"],
+        "pid": child["pid"],
+        "restarts": child["restarts"],
+    }
     status = child.get("status") or {}
     if "error" in status:
         node["error"] = status["error"]
@@ -329,8 +384,14 @@ def _host_id(name: str) -> int | None:
 def render(command: str, doc: Mapping[str, Any]) -> str:
     """The human-readable form of a command's document."""
     renderers: dict[str, Callable[[Mapping[str, Any]], str]] = {
-        "tree": _render_tree, "hosts": _render_hosts, "agents": _render_agents, "runs": _render_runs,
-        "sessions": _render_sessions, "cancel": _render_cancel, "stop-agent": _render_stopped}
+        "tree": _render_tree,
+        "hosts": _render_hosts,
+        "agents": _render_agents,
+        "runs": _render_runs,
+        "sessions": _render_sessions,
+        "cancel": _render_cancel,
+        "stop-agent": _render_stopped,
+    }
     return renderers[command](doc)
 
 
@@ -338,8 +399,13 @@ def _render_tree(doc: Mapping[str, Any]) -> str:
     lines: list[str] = []
 
     def describe(node: Mapping[str, Any]) -> str:
-        parts = [str(node["id"]), str(node.get("actor") or "-"), str(node["state"]), f"pid {node['pid'] or '-'}",
-                 f"restarts {node['restarts']}"]
+        parts = [
+            str(node["id"]),
+            str(node.get("actor") or "-"),
+            str(node["state"]),
+            f"pid {node['pid'] or '-'}",
+            f"restarts {node['restarts']}",
+        ]
         if "child_restarts" in node:
             parts.append(f"(children restarted {node['child_restarts']}, {node.get('strategy')})")
         if "replaced" in node:
@@ -352,7 +418,8 @@ def _render_tree(doc: Mapping[str, Any]) -> str:
 
     def walk(node: Mapping[str, Any], prefix: str) -> None:
         items: list[tuple[str, Mapping[str, Any] | None]] = [
-            (f"{w['id']}  pool worker  {w['state']}  pid {w['pid']}", None) for w in node.get("workers", [])]
+            (f"{w['id']}  pool worker  {w['state']}  pid {w['pid']}", None) for w in node.get("workers", [])
+        ]
         items += [(describe(c), c) for c in node.get("children", [])]
         for i, (text, child) in enumerate(items):
             last = i == len(items) - 1
@@ -379,8 +446,10 @@ def _render_hosts(doc: Mapping[str, Any]) -> str:
         head += f"  inner actors {host['inner_actors']}"
         if host["inner_truncated"]:
             head += f" (showing {len(host['inner'])})"
-        rows = [[a["local_id"], a["actor"], a["state"], str(a["restarts"]), a["restart"], a["name"] or ""]
-                for a in host["inner"]]
+        rows = [
+            [a["local_id"], a["actor"], a["state"], str(a["restarts"]), a["restart"], a["name"] or ""]
+            for a in host["inner"]
+        ]
         body = _table(["LOCAL ID", "ACTOR", "STATE", "RESTARTS", "RESTART", "NAME"], rows, indent="  ")
         blocks.append(head + ("\n" + body if rows else ""))
     return "\n".join(blocks) if blocks else "no hosts"
@@ -389,10 +458,18 @@ def _render_hosts(doc: Mapping[str, Any]) -> str:
 def _render_agents(doc: Mapping[str, Any]) -> str:
     if not doc["agents"]:
         return "no agents"
-    rows = [[a["name"], str(a["host_id"]), a["state"], str(a["restarts"]),
-             ", ".join(a.get("tools", [])) or "-", ", ".join(a.get("sub_agents", [])) or "-",
-             f"error: {a['error']}" if "error" in a else _short(a.get("description", ""), 60)]
-            for a in doc["agents"]]
+    rows = [
+        [
+            a["name"],
+            str(a["host_id"]),
+            a["state"],
+            str(a["restarts"]),
+            ", ".join(a.get("tools", [])) or "-",
+            ", ".join(a.get("sub_agents", [])) or "-",
+            f"error: {a['error']}" if "error" in a else _short(a.get("description", ""), 60),
+        ]
+        for a in doc["agents"]
+    ]
     text = _table(["NAME", "HOST", "STATE", "RESTARTS", "TOOLS", "SUB-AGENTS", "DESCRIPTION"], rows)
     return text + ("\n(some hosts report only part of their inner actors)" if doc.get("truncated") else "")
 
@@ -400,8 +477,10 @@ def _render_agents(doc: Mapping[str, Any]) -> str:
 def _render_runs(doc: Mapping[str, Any]) -> str:
     if not doc["runs"]:
         return "no runs"
-    rows = [[r["run_id"], _state_text(r), _age(r["age_s"]),
-             str(r["host_id"]), r.get("parent_run_id") or "-"] for r in doc["runs"]]
+    rows = [
+        [r["run_id"], _state_text(r), _age(r["age_s"]), str(r["host_id"]), r.get("parent_run_id") or "-"]
+        for r in doc["runs"]
+    ]
     text = _table(["RUN ID", "STATE", "AGE", "HOST", "PARENT"], rows)
     return text + f"\n{len(doc['runs'])} shown of {doc['total']} ({doc['running']} running)"
 
@@ -456,9 +535,12 @@ def _short(text: str, width: int) -> str:
 # ---- command line -----------------------------------------------------------------------------------------------
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``shell`` to ``adk``'s subparsers; :func:`run` executes the parsed arguments."""
-    parser = subparsers.add_parser("shell", help="admin shell attached to a running actor system",
-                                   description="Admin shell attached to a running actor system (never starts or "
-                                               "stops it). Without a command: an interactive REPL.")
+    parser = subparsers.add_parser(
+        "shell",
+        help="admin shell attached to a running actor system",
+        description="Admin shell attached to a running actor system (never starts or "
+        "stops it). Without a command: an interactive REPL.",
+    )
     _arguments(parser)
     parser.set_defaults(handler=run)
     return parser
@@ -466,11 +548,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=None, help="admin port (default: settings / $ADK_SYSTEM_PORT)")
-    parser.add_argument("--json", action="store_true",
-                        help="run one command and print one JSON document (exit 0 on success, 1 on failure)")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="run one command and print one JSON document (exit 0 on success, 1 on failure)",
+    )
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds each command may take (default 10)")
-    parser.add_argument("words", nargs="*", metavar="COMMAND",
-                        help=f"one command to run instead of the REPL: {', '.join(COMMANDS)} (with its arguments)")
+    parser.add_argument(
+        "words",
+        nargs="*",
+        metavar="COMMAND",
+        help=f"one command to run instead of the REPL: {', '.join(COMMANDS)} (with its arguments)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -521,8 +610,12 @@ def repl(shell: AdminShell, stdin: TextIO, stdout: TextIO) -> int:
     if interactive:
         with contextlib.suppress(ImportError):
             import readline  # noqa: F401  (line editing and history for input())
-    print(f"attached to the actor system on port {shell.handle.port} ({shell.handle.settings.hosts} hosts); "
-          "'help' lists the commands, 'exit' leaves (the system keeps running)", file=stdout, flush=True)
+    print(
+        f"attached to the actor system on port {shell.handle.port} ({shell.handle.settings.hosts} hosts); "
+        "'help' lists the commands, 'exit' leaves (the system keeps running)",
+        file=stdout,
+        flush=True,
+    )
     while True:
         try:
             line = input("adk> ") if interactive and stdin is sys.stdin else _read_line(stdin, stdout)

@@ -112,13 +112,13 @@ def _locate(value: Any, path: str, max_depth: int) -> None:
             continue
         if isinstance(item, int):
             if not _int_fits(item):
-                raise ValidationError("integer too large to write as JSON", reason="invalid_json",
-                                      details={"path": where})
+                raise ValidationError(
+                    "integer too large to write as JSON", reason="invalid_json", details={"path": where}
+                )
             continue
         if isinstance(item, float):
             if item != item or item in (float("inf"), float("-inf")):
-                raise ValidationError("NaN and Infinity are not JSON", reason="invalid_json",
-                                      details={"path": where})
+                raise ValidationError("NaN and Infinity are not JSON", reason="invalid_json", details={"path": where})
             continue
         if isinstance(item, str):
             problem = _bad_text(item)
@@ -126,26 +126,35 @@ def _locate(value: Any, path: str, max_depth: int) -> None:
                 raise ValidationError(problem, reason="invalid_json", details={"path": where})
             continue
         if not isinstance(item, dict | list | tuple):
-            raise ValidationError("value is not JSON-safe", reason="invalid_json",
-                                  details={"path": where, "type": type(item).__name__})
+            raise ValidationError(
+                "value is not JSON-safe", reason="invalid_json", details={"path": where, "type": type(item).__name__}
+            )
         if id(item) in open_ids:
-            raise ValidationError("value contains itself (a reference cycle is not JSON)", reason="invalid_json",
-                                  details={"path": where, "cycle": True})
+            raise ValidationError(
+                "value contains itself (a reference cycle is not JSON)",
+                reason="invalid_json",
+                details={"path": where, "cycle": True},
+            )
         if depth >= max_depth:
-            raise ValidationError("JSON value nested too deeply", reason="limit_exceeded",
-                                  details={"path": where, "limit": "max_json_depth", "max": max_depth})
+            raise ValidationError(
+                "JSON value nested too deeply",
+                reason="limit_exceeded",
+                details={"path": where, "limit": "max_json_depth", "max": max_depth},
+            )
         open_ids.add(id(item))
         stack.append((_EXIT, where, id(item)))
         if isinstance(item, dict):
             for i, (k, v) in enumerate(item.items()):
                 member = f"{where}.<key#{i}>"
                 if not isinstance(k, str):
-                    raise ValidationError("object keys must be strings", reason="invalid_json",
-                                          details={"path": member, "key_type": type(k).__name__})
+                    raise ValidationError(
+                        "object keys must be strings",
+                        reason="invalid_json",
+                        details={"path": member, "key_type": type(k).__name__},
+                    )
                 problem = _bad_text(k)
                 if problem is not None:
-                    raise ValidationError(f"object key: {problem}", reason="invalid_json",
-                                          details={"path": member})
+                    raise ValidationError(f"object key: {problem}", reason="invalid_json", details={"path": member})
                 stack.append((v, member, depth + 1))
         else:
             stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
@@ -190,8 +199,11 @@ def canonical_dumps(value: Any, *, max_depth: int = MAX_ENVELOPE_DEPTH) -> str:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except RecursionError:
         # Only reachable with a max_depth near the interpreter's recursion limit: the encoder recurses.
-        raise ValidationError("JSON value nested too deeply", reason="limit_exceeded",
-                              details={"limit": "max_json_depth", "max": max_depth}) from None
+        raise ValidationError(
+            "JSON value nested too deeply",
+            reason="limit_exceeded",
+            details={"limit": "max_json_depth", "max": max_depth},
+        ) from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -210,7 +222,6 @@ def canonical_loads(text: str | bytes) -> Any:
     except ValidationError:
         raise
     except (ValueError, TypeError, RecursionError) as exc:
-        raise ValidationError("malformed JSON", reason="invalid_json",
-                              details={"error": type(exc).__name__}) from None
+        raise ValidationError("malformed JSON", reason="invalid_json", details={"error": type(exc).__name__}) from None
     check_json_safe(value)
     return value

@@ -27,9 +27,15 @@ def utf8_size(text: str, *, error: type[ValidationError] = ValidationError, fiel
         raise error("text is not valid Unicode", reason="invalid_utf8", details={"field": field}) from None
 
 
-def copy_json(value: Any, *, error: type[ValidationError] = ValidationError, field: str = "$",
-              max_bytes: int | None = None, limit_name: str = "max_bytes",
-              max_depth: int = MAX_JSON_DEPTH) -> tuple[Any, int]:
+def copy_json(
+    value: Any,
+    *,
+    error: type[ValidationError] = ValidationError,
+    field: str = "$",
+    max_bytes: int | None = None,
+    limit_name: str = "max_bytes",
+    max_depth: int = MAX_JSON_DEPTH,
+) -> tuple[Any, int]:
     """Deep-copy a JSON-safe value and measure its canonical UTF-8 size.
 
     Args:
@@ -52,10 +58,14 @@ def copy_json(value: Any, *, error: type[ValidationError] = ValidationError, fie
         message = exc.message if exc.reason == "limit_exceeded" else "value is not JSON-safe"
         raise error(message, reason=exc.reason, details={"field": field, **exc.details}) from None
     except (TypeError, ValueError, RecursionError) as exc:
-        raise error("value is not JSON-safe", reason="invalid_json",
-                    details={"field": field, "error": type(exc).__name__}) from None
+        raise error(
+            "value is not JSON-safe", reason="invalid_json", details={"field": field, "error": type(exc).__name__}
+        ) from None
     size = utf8_size(text, error=error, field=field)
     if max_bytes is not None and size > max_bytes:
-        raise error("JSON value too large", reason="limit_exceeded",
-                    details={"field": field, "limit": limit_name, "max": max_bytes, "size": size})
+        raise error(
+            "JSON value too large",
+            reason="limit_exceeded",
+            details={"field": field, "limit": limit_name, "max": max_bytes, "size": size},
+        )
     return json.loads(text), size

@@ -44,11 +44,17 @@ class ContentLimits:
         for name, ceiling in CEILINGS.items():
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ContentError("content limits must be positive integers", reason="invalid_limit",
-                                   details={"limit": name, "type": type(value).__name__})
+                raise ContentError(
+                    "content limits must be positive integers",
+                    reason="invalid_limit",
+                    details={"limit": name, "type": type(value).__name__},
+                )
             if value > ceiling:
-                raise ContentError("content limits may be lowered, not raised", reason="limit_above_ceiling",
-                                   details={"limit": name, "ceiling": ceiling})
+                raise ContentError(
+                    "content limits may be lowered, not raised",
+                    reason="limit_above_ceiling",
+                    details={"limit": name, "ceiling": ceiling},
+                )
 
     def lowered(self, **changes: Any) -> ContentLimits:
         """Return a copy with some limits changed.
@@ -70,8 +76,9 @@ class ContentLimits:
             ContentError: reason ``invalid_limit`` or ``limit_above_ceiling``.
         """
         if not isinstance(data, dict):
-            raise ContentError("content limits must be a map", reason="invalid_limit",
-                               details={"type": type(data).__name__})
+            raise ContentError(
+                "content limits must be a map", reason="invalid_limit", details={"type": type(data).__name__}
+            )
         return DEFAULT_LIMITS.lowered(**{str(k): v for k, v in data.items()})
 
     def to_dict(self) -> dict[str, int]:

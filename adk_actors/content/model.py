@@ -40,25 +40,38 @@ class Content:
         if isinstance(parts, list):
             parts = tuple(parts)
         if not isinstance(parts, tuple):
-            raise ContentError("content parts must be a sequence", reason="invalid_content",
-                               details={"field": "parts", "type": type(parts).__name__})
+            raise ContentError(
+                "content parts must be a sequence",
+                reason="invalid_content",
+                details={"field": "parts", "type": type(parts).__name__},
+            )
         for index, part in enumerate(parts):
             if not isinstance(part, PART_CLASSES):
-                raise ContentError("not a content part", reason="invalid_part",
-                                   details={"part": index, "type": type(part).__name__})
+                raise ContentError(
+                    "not a content part", reason="invalid_part", details={"part": index, "type": type(part).__name__}
+                )
         object.__setattr__(self, "parts", parts)
         self._check_totals(DEFAULT_LIMITS)
 
     def _check_totals(self, limits: ContentLimits) -> None:
         if len(self.parts) > limits.max_parts:
-            raise ContentError("too many parts", reason="limit_exceeded",
-                               details={"field": "parts", "limit": "max_parts", "max": limits.max_parts,
-                                        "size": len(self.parts)})
+            raise ContentError(
+                "too many parts",
+                reason="limit_exceeded",
+                details={"field": "parts", "limit": "max_parts", "max": limits.max_parts, "size": len(self.parts)},
+            )
         total = sum(p.size for p in self.parts if isinstance(p, InlineDataPart))
         if total > limits.max_inline_total_bytes:
-            raise ContentError("too much inline data", reason="limit_exceeded",
-                               details={"field": "parts", "limit": "max_inline_total_bytes",
-                                        "max": limits.max_inline_total_bytes, "size": total})
+            raise ContentError(
+                "too much inline data",
+                reason="limit_exceeded",
+                details={
+                    "field": "parts",
+                    "limit": "max_inline_total_bytes",
+                    "max": limits.max_inline_total_bytes,
+                    "size": total,
+                },
+            )
 
     def check(self, limits: ContentLimits | None = None) -> Content:
         """Validate against (possibly lowered) ``limits`` and return ``self``.
@@ -92,25 +105,35 @@ class Content:
             ContentError: with a precise reason; ``details`` carry only structure (field, part index, limit).
         """
         if not isinstance(data, dict):
-            raise ContentError("content must be a map", reason="invalid_content",
-                               details={"type": type(data).__name__})
+            raise ContentError("content must be a map", reason="invalid_content", details={"type": type(data).__name__})
         if set(data) != {"schema_version", "parts"}:
             missing = sorted({"schema_version", "parts"} - set(data))
-            raise ContentError("content must have exactly schema_version and parts", reason="invalid_content",
-                               details={"missing": missing, "unknown": len(set(data) - {"schema_version", "parts"})})
+            raise ContentError(
+                "content must have exactly schema_version and parts",
+                reason="invalid_content",
+                details={"missing": missing, "unknown": len(set(data) - {"schema_version", "parts"})},
+            )
         version = data["schema_version"]
         if version != CONTENT_SCHEMA_VERSION or isinstance(version, bool) or not isinstance(version, int):
-            raise ContentError("unsupported content schema version", reason="unsupported_schema_version",
-                               details={"supported": CONTENT_SCHEMA_VERSION})
+            raise ContentError(
+                "unsupported content schema version",
+                reason="unsupported_schema_version",
+                details={"supported": CONTENT_SCHEMA_VERSION},
+            )
         raw_parts = data["parts"]
         if not isinstance(raw_parts, list):
-            raise ContentError("content parts must be a list", reason="invalid_content",
-                               details={"field": "parts", "type": type(raw_parts).__name__})
+            raise ContentError(
+                "content parts must be a list",
+                reason="invalid_content",
+                details={"field": "parts", "type": type(raw_parts).__name__},
+            )
         active = limits or DEFAULT_LIMITS
         if len(raw_parts) > active.max_parts:
-            raise ContentError("too many parts", reason="limit_exceeded",
-                               details={"field": "parts", "limit": "max_parts", "max": active.max_parts,
-                                        "size": len(raw_parts)})
+            raise ContentError(
+                "too many parts",
+                reason="limit_exceeded",
+                details={"field": "parts", "limit": "max_parts", "max": active.max_parts, "size": len(raw_parts)},
+            )
         parts: list[Part] = []
         for index, raw in enumerate(raw_parts):
             try:
@@ -163,13 +186,19 @@ def new(parts: Iterable[Part], *, limits: ContentLimits | None = None) -> Conten
         ContentError: reason ``invalid_part`` or ``limit_exceeded``.
     """
     if isinstance(parts, str | bytes | dict):
-        raise ContentError("content parts must be a sequence of parts", reason="invalid_content",
-                           details={"type": type(parts).__name__})
+        raise ContentError(
+            "content parts must be a sequence of parts",
+            reason="invalid_content",
+            details={"type": type(parts).__name__},
+        )
     try:
         items = tuple(parts)
     except TypeError:
-        raise ContentError("content parts must be a sequence of parts", reason="invalid_content",
-                           details={"type": type(parts).__name__}) from None
+        raise ContentError(
+            "content parts must be a sequence of parts",
+            reason="invalid_content",
+            details={"type": type(parts).__name__},
+        ) from None
     return Content(parts=items).check(limits)
 
 
@@ -188,8 +217,9 @@ def validate(value: Any, *, limits: ContentLimits | None = None) -> Content:
     raise ContentError("not content", reason="invalid_content", details={"type": type(value).__name__})
 
 
-def as_content(value: str | dict[str, Any] | Content | Part | Sequence[Part], *,
-               limits: ContentLimits | None = None) -> Content:
+def as_content(
+    value: str | dict[str, Any] | Content | Part | Sequence[Part], *, limits: ContentLimits | None = None
+) -> Content:
     """Coerce a ``str``, content map, :class:`Content`, single part or sequence of parts to :class:`Content`.
 
     Raises:

@@ -45,17 +45,24 @@ MAX_CALL_ID_CHARS = 256
 
 
 def _type_error(field: str, expected: str, value: Any) -> ContentError:
-    return ContentError("content field has the wrong type", reason="invalid_part",
-                        details={"field": field, "expected": expected, "type": type(value).__name__})
+    return ContentError(
+        "content field has the wrong type",
+        reason="invalid_part",
+        details={"field": field, "expected": expected, "type": type(value).__name__},
+    )
 
 
 def _limit_error(field: str, limit: str, maximum: int, size: int) -> ContentError:
-    return ContentError("content limit exceeded", reason="limit_exceeded",
-                        details={"field": field, "limit": limit, "max": maximum, "size": size})
+    return ContentError(
+        "content limit exceeded",
+        reason="limit_exceeded",
+        details={"field": field, "limit": limit, "max": maximum, "size": size},
+    )
 
 
-def canonical_base64(value: Any, *, field: str = "data", max_bytes: int | None = None,
-                     limit_name: str = "max_inline_part_bytes") -> tuple[str, int]:
+def canonical_base64(
+    value: Any, *, field: str = "data", max_bytes: int | None = None, limit_name: str = "max_inline_part_bytes"
+) -> tuple[str, int]:
     """Decode standard or URL-safe base64 (padded or not) and re-encode it as standard padded base64.
 
     Returns:
@@ -92,8 +99,11 @@ def check_mime_type(value: Any, *, field: str = "mime_type") -> str:
     if not isinstance(value, str):
         raise _type_error(field, "str", value)
     if not _MIME_RE.fullmatch(value):
-        raise ContentError("MIME types are lowercase type/subtype without parameters", reason="invalid_mime_type",
-                           details={"field": field})
+        raise ContentError(
+            "MIME types are lowercase type/subtype without parameters",
+            reason="invalid_mime_type",
+            details={"field": field},
+        )
     return value
 
 
@@ -116,8 +126,11 @@ def _check_call_id(value: Any, field: str = "id") -> str | None:
     if not isinstance(value, str):
         raise _type_error(field, "str", value)
     if not value or len(value) > MAX_CALL_ID_CHARS or not value.isprintable():
-        raise ContentError("invalid function call id", reason="invalid_call_id",
-                           details={"field": field, "max_chars": MAX_CALL_ID_CHARS})
+        raise ContentError(
+            "invalid function call id",
+            reason="invalid_call_id",
+            details={"field": field, "max_chars": MAX_CALL_ID_CHARS},
+        )
     return value
 
 
@@ -143,9 +156,9 @@ def check_uri(value: Any, *, max_bytes: int = DEFAULT_LIMITS.max_uri_bytes) -> s
     if not value.isascii() or any(c <= " " or c == "\x7f" or c == "\\" for c in value):
         raise _uri_error("characters")
     if value.startswith("https://"):
-        rest, authority_re = value[len("https://"):], _HTTPS_AUTHORITY_RE
+        rest, authority_re = value[len("https://") :], _HTTPS_AUTHORITY_RE
     elif value.startswith("gs://"):
-        rest, authority_re = value[len("gs://"):], _GS_BUCKET_RE
+        rest, authority_re = value[len("gs://") :], _GS_BUCKET_RE
     else:
         raise _uri_error("scheme")
     if "#" in value:
@@ -168,8 +181,9 @@ def _signature(value: Any, limits: ContentLimits) -> str | None:
     if value is None:
         return None
     # Signatures are opaque provider tokens; the text-part limit keeps them bounded.
-    return canonical_base64(value, field="thought_signature", max_bytes=limits.max_text_part_bytes,
-                            limit_name="max_text_part_bytes")[0]
+    return canonical_base64(
+        value, field="thought_signature", max_bytes=limits.max_text_part_bytes, limit_name="max_text_part_bytes"
+    )[0]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,8 +302,13 @@ def _check_payload(value: Any, field: str, limits: ContentLimits) -> tuple[dict[
         value = dict(value)
     if not isinstance(value, dict):
         raise _type_error(field, "dict", value)
-    copied, size = copy_json(value, error=ContentError, field=field, max_bytes=limits.max_function_payload_bytes,
-                             limit_name="max_function_payload_bytes")
+    copied, size = copy_json(
+        value,
+        error=ContentError,
+        field=field,
+        max_bytes=limits.max_function_payload_bytes,
+        limit_name="max_function_payload_bytes",
+    )
     return copied, size
 
 
@@ -360,8 +379,7 @@ class FunctionResponsePart:
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form ``{"type": "function_response", "name": ..., "response": {...}}`` (+ ``id``)."""
-        out: dict[str, Any] = {"type": "function_response", "name": self.name,
-                               "response": copy_json(self.response)[0]}
+        out: dict[str, Any] = {"type": "function_response", "name": self.name, "response": copy_json(self.response)[0]}
         if self.id is not None:
             out["id"] = self.id
         return out
@@ -394,11 +412,17 @@ def part_from_dict(data: Any, *, limits: ContentLimits | None = None) -> Part:
     cls, required, optional = _FIELDS[tag]
     keys = set(data) - {"type"}
     if not required <= keys:
-        raise ContentError("part is missing a field", reason="invalid_part",
-                           details={"part_type": tag, "missing": sorted(required - keys)})
+        raise ContentError(
+            "part is missing a field",
+            reason="invalid_part",
+            details={"part_type": tag, "missing": sorted(required - keys)},
+        )
     if keys - required - optional:
-        raise ContentError("part has an unknown key", reason="unknown_key",
-                           details={"part_type": tag, "count": len(keys - required - optional)})
+        raise ContentError(
+            "part has an unknown key",
+            reason="unknown_key",
+            details={"part_type": tag, "count": len(keys - required - optional)},
+        )
     if tag == "inline_data" and not isinstance(data["data"], str):
         raise _type_error("data", "str", data["data"])
     part: Part = cls(**{k: v for k, v in data.items() if k != "type"})
@@ -408,8 +432,9 @@ def part_from_dict(data: Any, *, limits: ContentLimits | None = None) -> Part:
     return part
 
 
-def text(value: str, *, thought: bool = False, thought_signature: str | None = None,
-         limits: ContentLimits | None = None) -> TextPart:
+def text(
+    value: str, *, thought: bool = False, thought_signature: str | None = None, limits: ContentLimits | None = None
+) -> TextPart:
     """Build a text part.
 
     Raises:
@@ -445,8 +470,14 @@ def file_data(mime_type: str, uri: str, *, limits: ContentLimits | None = None) 
     return part
 
 
-def function_call(name: str, args: Mapping[str, Any] | None = None, *, id: str | None = None,
-                  thought_signature: str | None = None, limits: ContentLimits | None = None) -> FunctionCallPart:
+def function_call(
+    name: str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    id: str | None = None,
+    thought_signature: str | None = None,
+    limits: ContentLimits | None = None,
+) -> FunctionCallPart:
     """Build a function-call part.
 
     Raises:
@@ -459,8 +490,9 @@ def function_call(name: str, args: Mapping[str, Any] | None = None, *, id: str |
     return part
 
 
-def function_response(name: str, response: Mapping[str, Any], *, id: str | None = None,
-                      limits: ContentLimits | None = None) -> FunctionResponsePart:
+def function_response(
+    name: str, response: Mapping[str, Any], *, id: str | None = None, limits: ContentLimits | None = None
+) -> FunctionResponsePart:
     """Build a function-response part.
 
     Raises:

@@ -41,13 +41,20 @@ MAX_TIMEOUT_S = 365 * 24 * 3600.0
 ErrorClass = type[AdkError]
 
 
-def _fail(error: ErrorClass, message: str, key: str, value: Any, reason: str = "invalid_value",
-          **extra: Any) -> AdkError:
+def _fail(
+    error: ErrorClass, message: str, key: str, value: Any, reason: str = "invalid_value", **extra: Any
+) -> AdkError:
     return error(message, reason=reason, details={"key": key, "type": type(value).__name__, **extra})
 
 
-def check_text(value: Any, key: str, *, error: ErrorClass = ValidationError, max_bytes: int = MAX_TEXT_BYTES,
-               allow_empty: bool = True) -> str:
+def check_text(
+    value: Any,
+    key: str,
+    *,
+    error: ErrorClass = ValidationError,
+    max_bytes: int = MAX_TEXT_BYTES,
+    allow_empty: bool = True,
+) -> str:
     """``value`` if it is a ``str`` of valid Unicode without NUL, at most ``max_bytes`` UTF-8 bytes.
 
     Raises:
@@ -89,8 +96,9 @@ def check_optional_id(value: Any, key: str, *, error: ErrorClass = ValidationErr
     return None if value is None else check_id(value, key, error=error)
 
 
-def check_int(value: Any, key: str, *, minimum: int | None = None, maximum: int | None = None,
-              error: ErrorClass = ValidationError) -> int:
+def check_int(
+    value: Any, key: str, *, minimum: int | None = None, maximum: int | None = None, error: ErrorClass = ValidationError
+) -> int:
     """``value`` if it is an ``int`` (not a ``bool``) within ``[minimum, maximum]``.
 
     Raises:
@@ -119,8 +127,14 @@ def check_timeout(value: Any, key: str = "timeout", *, error: ErrorClass = Valid
     return seconds
 
 
-def check_json(value: Any, key: str, *, error: ErrorClass = ValidationError,
-               max_bytes: int = MAX_ARG_JSON_BYTES, reason: str | None = None) -> Any:
+def check_json(
+    value: Any,
+    key: str,
+    *,
+    error: ErrorClass = ValidationError,
+    max_bytes: int = MAX_ARG_JSON_BYTES,
+    reason: str | None = None,
+) -> Any:
     """A private JSON copy of ``value`` (depth-bounded before anything recurses, so cycles and 10k-deep lists
     fail fast).
 
@@ -137,8 +151,9 @@ def check_json(value: Any, key: str, *, error: ErrorClass = ValidationError,
         raise error(exc.message, reason=reason or exc.reason, details=details) from None
 
 
-def check_json_object(value: Any, key: str, *, error: ErrorClass = ValidationError,
-                      max_bytes: int = MAX_ARG_JSON_BYTES) -> dict[str, Any]:
+def check_json_object(
+    value: Any, key: str, *, error: ErrorClass = ValidationError, max_bytes: int = MAX_ARG_JSON_BYTES
+) -> dict[str, Any]:
     """A private JSON copy of a mapping with non-empty ``str`` keys (a state, a snapshot, an expectation).
 
     Raises:

@@ -125,10 +125,27 @@ class Sizes:
 
     @classmethod
     def quick(cls) -> Sizes:
-        return cls(asks=300, hops=200, jobs=60, restarts=10, idle_s=2.0, provider_calls=100, sse_chunks=2000,
-                   sse_streams=3, session_events=500, session_reads=5, runner_runs=100, concurrent_runs=300,
-                   agent_turns=100, agent_concurrency=(10, 100), idle_agents=100, idle_agents_s=2.0,
-                   spawn_agents=300, soak_turns=300, concurrent_starts=100)
+        return cls(
+            asks=300,
+            hops=200,
+            jobs=60,
+            restarts=10,
+            idle_s=2.0,
+            provider_calls=100,
+            sse_chunks=2000,
+            sse_streams=3,
+            session_events=500,
+            session_reads=5,
+            runner_runs=100,
+            concurrent_runs=300,
+            agent_turns=100,
+            agent_concurrency=(10, 100),
+            idle_agents=100,
+            idle_agents_s=2.0,
+            spawn_agents=300,
+            soak_turns=300,
+            concurrent_starts=100,
+        )
 
 
 @dataclass(slots=True)
@@ -144,6 +161,7 @@ class Context:
 
 
 # ---- measurement helpers --------------------------------------------------------------------------------------------
+
 
 def _proc_ticks(pid: int) -> int | None:
     try:
@@ -250,8 +268,12 @@ def _ms(seconds: float) -> float:
 
 
 def _latency(samples: list[float]) -> dict[str, float]:
-    return {"n": len(samples), "p50_ms": _ms(pct(samples, 0.5)), "p99_ms": _ms(pct(samples, 0.99)),
-            "mean_ms": _ms(sum(samples) / len(samples)) if samples else math.nan}
+    return {
+        "n": len(samples),
+        "p50_ms": _ms(pct(samples, 0.5)),
+        "p99_ms": _ms(pct(samples, 0.99)),
+        "mean_ms": _ms(sum(samples) / len(samples)) if samples else math.nan,
+    }
 
 
 def _measured(ctx: Context, fn: Callable[[], Any], n: int, warm: int = 20) -> dict[str, Any]:
@@ -261,8 +283,13 @@ def _measured(ctx: Context, fn: Callable[[], Any], n: int, warm: int = 20) -> di
     samples = _timed(fn, n)
     cpu.stop()
     out = _latency(samples)
-    out.update({"cpu_ms_per_op": _ms(cpu.total_s / n), "system_cpu_ms_per_op": _ms(cpu.system_s / n),
-                "caller_cpu_ms_per_op": _ms(cpu.caller_s / n)})
+    out.update(
+        {
+            "cpu_ms_per_op": _ms(cpu.total_s / n),
+            "system_cpu_ms_per_op": _ms(cpu.system_s / n),
+            "caller_cpu_ms_per_op": _ms(cpu.caller_s / n),
+        }
+    )
     return out
 
 
@@ -363,15 +390,23 @@ def bench_ask_tier1(ctx: Context) -> dict[str, Any]:
         raw = _measured(ctx, lambda: _raw_ask(ctx, address, Echo(value=1)), n)
     finally:
         _stop_tier1(ctx, name)
-    return {"title": "Facade ask → tier-1 actor (own process)", "params": {"n": n},
-            "columns": _ASK_COLUMNS,
-            "rows": [_ask_row("by address", by_address), _ask_row("by name (cached resolution)", by_name),
-                     _ask_row("baseline: raw Thespian ask on the handle's shared endpoint", raw)],
-            "notes": ["Each facade ask opens a fresh private endpoint (ActorSystem.private semantics) with a "
-                      "correlation id and a deadline; by name the target pid is also monitored.",
-                      "The baseline row is not a public API: the same Call envelope sent with the handle's one "
-                      "long-lived ActorSystem.ask (no private endpoint); facade cost ≈ facade − baseline."],
-            "data": {"by_address": by_address, "by_name": by_name, "raw_baseline": raw}}
+    return {
+        "title": "Facade ask → tier-1 actor (own process)",
+        "params": {"n": n},
+        "columns": _ASK_COLUMNS,
+        "rows": [
+            _ask_row("by address", by_address),
+            _ask_row("by name (cached resolution)", by_name),
+            _ask_row("baseline: raw Thespian ask on the handle's shared endpoint", raw),
+        ],
+        "notes": [
+            "Each facade ask opens a fresh private endpoint (ActorSystem.private semantics) with a "
+            "correlation id and a deadline; by name the target pid is also monitored.",
+            "The baseline row is not a public API: the same Call envelope sent with the handle's one "
+            "long-lived ActorSystem.ask (no private endpoint); facade cost ≈ facade − baseline.",
+        ],
+        "data": {"by_address": by_address, "by_name": by_name, "raw_baseline": raw},
+    }
 
 
 def _raw_ask(ctx: Context, address: Any, request: Any) -> Any:
@@ -379,8 +414,9 @@ def _raw_ask(ctx: Context, address: Any, request: Any) -> Any:
     from adk_actors.runtime.messages import Call, Reply
 
     call_id = uuid.uuid4().hex
-    reply = ctx.handle._system().ask(address, Call(call_id=call_id, request=request,
-                                                   deadline=time.monotonic() + 10), 10)
+    reply = ctx.handle._system().ask(
+        address, Call(call_id=call_id, request=request, deadline=time.monotonic() + 10), 10
+    )
     if not isinstance(reply, Reply) or reply.call_id != call_id:
         raise RuntimeError(f"unexpected raw reply {type(reply).__name__}")
     return reply.value
@@ -404,17 +440,30 @@ def bench_ask_tier2(ctx: Context) -> dict[str, Any]:
         other.detach()
         _stop_inner(ctx, [ref])
     target = TARGETS["ask_tier2_p50_ms"]
-    return {"title": "Facade ask → tier-2 (inner) actor", "params": {"n": n},
-            "columns": [*_ASK_COLUMNS, "target", "met"],
-            "rows": [[*_ask_row(f"inner on host-{ref.host_id}, {mode} endpoints (default)", m), f"p50 ≤ {target} ms",
-                      _met(m["p50_ms"] <= target)],
-                     [*_ask_row(f"inner on host-{ref.host_id}, {other_mode} endpoints", m_other),
-                      f"p50 ≤ {target} ms", _met(m_other["p50_ms"] <= target)]],
-            "notes": ["Path: facade → ToInner → host → inner actor; the reply goes straight back to the facade.",
-                      "facade_endpoints: per_thread keeps one endpoint per calling thread (the reply reuses its "
-                      "connection); per_call opens a fresh endpoint for every ask."],
-            "targets": [[f"ask to an inner actor p50 ≤ {target} ms", f"{m['p50_ms']} ms", m["p50_ms"] <= target]],
-            "data": {**m, "target_p50_ms": target, "met": m["p50_ms"] <= target}}
+    return {
+        "title": "Facade ask → tier-2 (inner) actor",
+        "params": {"n": n},
+        "columns": [*_ASK_COLUMNS, "target", "met"],
+        "rows": [
+            [
+                *_ask_row(f"inner on host-{ref.host_id}, {mode} endpoints (default)", m),
+                f"p50 ≤ {target} ms",
+                _met(m["p50_ms"] <= target),
+            ],
+            [
+                *_ask_row(f"inner on host-{ref.host_id}, {other_mode} endpoints", m_other),
+                f"p50 ≤ {target} ms",
+                _met(m_other["p50_ms"] <= target),
+            ],
+        ],
+        "notes": [
+            "Path: facade → ToInner → host → inner actor; the reply goes straight back to the facade.",
+            "facade_endpoints: per_thread keeps one endpoint per calling thread (the reply reuses its "
+            "connection); per_call opens a fresh endpoint for every ask.",
+        ],
+        "targets": [[f"ask to an inner actor p50 ≤ {target} ms", f"{m['p50_ms']} ms", m["p50_ms"] <= target]],
+        "data": {**m, "target_p50_ms": target, "met": m["p50_ms"] <= target},
+    }
 
 
 def _inside(ctx: Context, loop: Any, request: Any, n: int) -> dict[str, Any]:
@@ -424,8 +473,13 @@ def _inside(ctx: Context, loop: Any, request: Any, n: int) -> dict[str, Any]:
     samples = ctx.handle.ask(loop, request, timeout=300)
     cpu.stop()
     out = _latency(list(samples))
-    out.update({"cpu_ms_per_op": _ms(cpu.total_s / n), "system_cpu_ms_per_op": _ms(cpu.system_s / n),
-                "caller_cpu_ms_per_op": _ms(cpu.caller_s / n)})
+    out.update(
+        {
+            "cpu_ms_per_op": _ms(cpu.total_s / n),
+            "system_cpu_ms_per_op": _ms(cpu.system_s / n),
+            "caller_cpu_ms_per_op": _ms(cpu.caller_s / n),
+        }
+    )
     return out
 
 
@@ -441,8 +495,9 @@ def bench_hops(ctx: Context) -> dict[str, Any]:
     getpid = CallableRef.by_name("os.getpid")
     refs: list[Any] = []
     try:
-        loop, probe0 = _spawn_on(ctx, 0, LOOP, f"bench-loop-{ctx.tag}") + _spawn_on(ctx, 0, PROBE,
-                                                                                     f"bench-p0-{ctx.tag}")
+        loop, probe0 = _spawn_on(ctx, 0, LOOP, f"bench-loop-{ctx.tag}") + _spawn_on(
+            ctx, 0, PROBE, f"bench-p0-{ctx.tag}"
+        )
         refs += [loop, probe0]
         (probe1,) = _spawn_on(ctx, 1, PROBE, f"bench-p1-{ctx.tag}")
         refs.append(probe1)
@@ -455,8 +510,9 @@ def bench_hops(ctx: Context) -> dict[str, Any]:
         results["in_job_inline"] = _inside(ctx, loop, JobLoop(fn=getpid, n=jobs, inline=True), jobs)
         # measured from the facade
         results["fa_direct"] = _measured(ctx, lambda: h.ask(probe0, Echo(value=1)), n)
-        results["fa_relay_cross"] = _measured(ctx, lambda: h.ask(probe0, Relay(target=probe1,
-                                                                                request=Echo(value=1))), n)
+        results["fa_relay_cross"] = _measured(
+            ctx, lambda: h.ask(probe0, Relay(target=probe1, request=Echo(value=1))), n
+        )
         results["fa_job_worker"] = _measured(ctx, lambda: h.ask(probe0, Job(fn=getpid)), jobs)
         results["fa_job_inline"] = _measured(ctx, lambda: h.ask(probe0, Job(fn=getpid, inline=True)), jobs)
         results["fa_run_job"] = _measured(ctx, lambda: h.run_job("os.getpid"), jobs)
@@ -469,8 +525,14 @@ def bench_hops(ctx: Context) -> dict[str, Any]:
         return [label, where, m["n"], m["p50_ms"], m["p99_ms"], m["cpu_ms_per_op"]]
 
     def derived(label: str, a: str, b: str, where: str) -> list[Any]:
-        return [label, where, "—", round(r[a]["p50_ms"] - r[b]["p50_ms"], 3),
-                "—", round(r[a]["cpu_ms_per_op"] - r[b]["cpu_ms_per_op"], 3)]
+        return [
+            label,
+            where,
+            "—",
+            round(r[a]["p50_ms"] - r[b]["p50_ms"], 3),
+            "—",
+            round(r[a]["cpu_ms_per_op"] - r[b]["cpu_ms_per_op"], 3),
+        ]
 
     rows = [
         row("inner→inner, same host (outbox only)", "in_same_host", "inside host-0"),
@@ -487,16 +549,21 @@ def bench_hops(ctx: Context) -> dict[str, Any]:
         derived("⇒ host↔worker hop (worker − inline)", "fa_job_worker", "fa_job_inline", "derived"),
         row("facade → tier-1 worker pool run_job('os.getpid')", "fa_run_job", "facade"),
     ]
-    return {"title": "Per-hop round trips", "params": {"n": n, "jobs": jobs},
-            "columns": ["hop", "measured", "n", "wall p50 ms", "wall p99 ms", "CPU ms/op (system + caller)"],
-            "rows": rows,
-            "notes": ["'inside host-0': a BenchLoop inner actor on host-0 issues the operations one after another "
-                      "and times each with perf_counter in the host process; CPU is still the whole system's.",
-                      "Derived rows subtract p50s (and CPU/op) of the raw and baseline rows; they are estimates, "
-                      "not independent measurements.",
-                      "An inline job is delivered through a zero-delay host timer, so 'worker − inline' is the "
-                      "cost of leaving the host for a worker process and coming back."],
-            "data": results}
+    return {
+        "title": "Per-hop round trips",
+        "params": {"n": n, "jobs": jobs},
+        "columns": ["hop", "measured", "n", "wall p50 ms", "wall p99 ms", "CPU ms/op (system + caller)"],
+        "rows": rows,
+        "notes": [
+            "'inside host-0': a BenchLoop inner actor on host-0 issues the operations one after another "
+            "and times each with perf_counter in the host process; CPU is still the whole system's.",
+            "Derived rows subtract p50s (and CPU/op) of the raw and baseline rows; they are estimates, "
+            "not independent measurements.",
+            "An inline job is delivered through a zero-delay host timer, so 'worker − inline' is the "
+            "cost of leaving the host for a worker process and coming back.",
+        ],
+        "data": results,
+    }
 
 
 def bench_restart(ctx: Context) -> dict[str, Any]:
@@ -529,15 +596,20 @@ def bench_restart(ctx: Context) -> dict[str, Any]:
     finally:
         _stop_tier1(ctx, name)
     m = _latency(samples)
-    return {"title": "Restart after SIGKILL of a tier-1 child", "params": {"trials": len(samples)},
-            "columns": ["trials", "p50 ms", "max ms", "mean ms", "asks that hit the dying process"],
-            "rows": [[len(samples), m["p50_ms"], _ms(max(samples)), m["mean_ms"], retries]],
-            "notes": ["Timed from os.kill(pid, SIGKILL) to the first successful ask by name answered by the new "
-                      "process: the caller waits for the old pid to exit (pidfd), then asks by name; the registry "
-                      "parks the lookup until ChildActorExited → supervisor restart (fork + init) → "
-                      "re-registration. Without the pidfd wait an ask sent in the instant after the kill reaches "
-                      "the dying process and costs one 50 ms liveness-monitor slice before it is retried."],
-            "data": {**m, "max_ms": _ms(max(samples)), "retries": retries, "samples_ms": [_ms(s) for s in samples]}}
+    return {
+        "title": "Restart after SIGKILL of a tier-1 child",
+        "params": {"trials": len(samples)},
+        "columns": ["trials", "p50 ms", "max ms", "mean ms", "asks that hit the dying process"],
+        "rows": [[len(samples), m["p50_ms"], _ms(max(samples)), m["mean_ms"], retries]],
+        "notes": [
+            "Timed from os.kill(pid, SIGKILL) to the first successful ask by name answered by the new "
+            "process: the caller waits for the old pid to exit (pidfd), then asks by name; the registry "
+            "parks the lookup until ChildActorExited → supervisor restart (fork + init) → "
+            "re-registration. Without the pidfd wait an ask sent in the instant after the kill reaches "
+            "the dying process and costs one 50 ms liveness-monitor slice before it is retried."
+        ],
+        "data": {**m, "max_ms": _ms(max(samples)), "retries": retries, "samples_ms": [_ms(s) for s in samples]},
+    }
 
 
 def _spawn_many(ctx: Context, restart: str) -> dict[str, Any]:
@@ -545,8 +617,10 @@ def _spawn_many(ctx: Context, restart: str) -> dict[str, Any]:
     from adk_actors.runtime.refs import host_name
 
     count = ctx.sizes.inner
-    specs = tuple(InnerSpec(local_id=f"bench-many-{ctx.tag}-{restart}-{i}", actor=PROBE, restart=restart)  # type: ignore[arg-type]
-                  for i in range(count))
+    specs = tuple(
+        InnerSpec(local_id=f"bench-many-{ctx.tag}-{restart}-{i}", actor=PROBE, restart=restart)  # type: ignore[arg-type]
+        for i in range(count)
+    )
     before = _host_status(ctx, 0)
     pid = int(before["pid"])
     pss_before = pss_kb(pid)
@@ -561,9 +635,14 @@ def _spawn_many(ctx: Context, restart: str) -> dict[str, Any]:
     finally:
         if ctx.cleanup:
             _stop_inner(ctx, list(refs))
-    return {"restart": restart, "count": count, "wall_s": round(wall, 4), "host_pid": pid,
-            "rss_delta_mb": round((int(after["rss_kb"]) - int(before["rss_kb"])) / 1024, 3),
-            "pss_delta_mb": round((pss_after - pss_before) / 1024, 3)}
+    return {
+        "restart": restart,
+        "count": count,
+        "wall_s": round(wall, 4),
+        "host_pid": pid,
+        "rss_delta_mb": round((int(after["rss_kb"]) - int(before["rss_kb"])) / 1024, 3),
+        "pss_delta_mb": round((pss_after - pss_before) / 1024, 3),
+    }
 
 
 def bench_spawn_inner(ctx: Context) -> dict[str, Any]:
@@ -575,29 +654,62 @@ def bench_spawn_inner(ctx: Context) -> dict[str, Any]:
     rows = []
     for r in runs:
         worst_mb = max(r["rss_delta_mb"], r["pss_delta_mb"])
-        rows.append([f"restart={r['restart']}", count, r["wall_s"], round(r["wall_s"] / count * 1e6, 1),
-                     r["rss_delta_mb"], r["pss_delta_mb"], round(r["rss_delta_mb"] * 1024 / count, 2),
-                     _met(r["wall_s"] * scale < t_s), _met(worst_mb * scale < t_mb)])
-    notes = ["One SpawnMany ask to host-0 per row (Probe actors; a fresh host-0 state is not guaranteed: the rows "
-             "run one after the other). RSS from the host's status (statm), PSS from its smaps_rollup; MB = MiB. "
-             f"Targets: < {t_s} s and < {t_mb} MB for 1,000 actors.",
-             "restart=permanent is what the target is about (the permanent inner actors of one spawn call are "
-             "reported to the host supervisor in one tier-1 InnerSpecAdded message, so they survive a host "
-             "restart); restart=temporary sends no report and isolates the in-process spawn cost."]
+        rows.append(
+            [
+                f"restart={r['restart']}",
+                count,
+                r["wall_s"],
+                round(r["wall_s"] / count * 1e6, 1),
+                r["rss_delta_mb"],
+                r["pss_delta_mb"],
+                round(r["rss_delta_mb"] * 1024 / count, 2),
+                _met(r["wall_s"] * scale < t_s),
+                _met(worst_mb * scale < t_mb),
+            ]
+        )
+    notes = [
+        "One SpawnMany ask to host-0 per row (Probe actors; a fresh host-0 state is not guaranteed: the rows "
+        "run one after the other). RSS from the host's status (statm), PSS from its smaps_rollup; MB = MiB. "
+        f"Targets: < {t_s} s and < {t_mb} MB for 1,000 actors.",
+        "restart=permanent is what the target is about (the permanent inner actors of one spawn call are "
+        "reported to the host supervisor in one tier-1 InnerSpecAdded message, so they survive a host "
+        "restart); restart=temporary sends no report and isolates the in-process spawn cost.",
+    ]
     if count != 1000:
         notes.append(f"Met/not met is judged on the values scaled ×{scale:g} to 1,000 actors.")
     perm = runs[0]
     perm_mb = max(perm["rss_delta_mb"], perm["pss_delta_mb"])
-    targets = [[f"1,000 inner actors (permanent) spawned in < {t_s} s", f"{perm['wall_s'] * scale:.3f} s",
-                perm["wall_s"] * scale < t_s],
-               [f"1,000 inner actors (permanent) cost < {t_mb} MB (max of RSS/PSS Δ)", f"{perm_mb * scale:.2f} MB",
-                perm_mb * scale < t_mb]]
-    return {"title": f"Spawn {count:,} inner actors with one SpawnMany", "params": {"count": count},
-            "targets": targets,
-            "columns": ["variant", "actors", "wall s", "µs/actor", "host RSS Δ MB", "host PSS Δ MB",
-                        "KB RSS/actor", f"< {t_s} s", f"< {t_mb} MB"],
-            "rows": rows, "notes": notes,
-            "data": {"runs": runs, "target_s": t_s, "target_mb": t_mb}}
+    targets = [
+        [
+            f"1,000 inner actors (permanent) spawned in < {t_s} s",
+            f"{perm['wall_s'] * scale:.3f} s",
+            perm["wall_s"] * scale < t_s,
+        ],
+        [
+            f"1,000 inner actors (permanent) cost < {t_mb} MB (max of RSS/PSS Δ)",
+            f"{perm_mb * scale:.2f} MB",
+            perm_mb * scale < t_mb,
+        ],
+    ]
+    return {
+        "title": f"Spawn {count:,} inner actors with one SpawnMany",
+        "params": {"count": count},
+        "targets": targets,
+        "columns": [
+            "variant",
+            "actors",
+            "wall s",
+            "µs/actor",
+            "host RSS Δ MB",
+            "host PSS Δ MB",
+            "KB RSS/actor",
+            f"< {t_s} s",
+            f"< {t_mb} MB",
+        ],
+        "rows": rows,
+        "notes": notes,
+        "data": {"runs": runs, "target_s": t_s, "target_mb": t_mb},
+    }
 
 
 def bench_idle(ctx: Context) -> dict[str, Any]:
@@ -625,18 +737,44 @@ def bench_idle(ctx: Context) -> dict[str, Any]:
     busiest = max(used.items(), key=lambda kv: kv[1]) if used else (0, 0.0)
     percent = 100 * total / window
     sched_percent = 100 * (sched1 - sched0) / 1e9 / window
-    return {"title": "Idle system", "params": {"window_s": round(window, 2), "inner_actors": len(refs)},
-            "columns": ["processes", "inner actors", "window s", "CPU % of one core (stat ticks)",
-                        "CPU % of one core (schedstat ns)", "busiest process CPU % (ticks)", "total PSS MB"],
-            "rows": [[len(pids), len(refs), round(window, 2), round(percent, 3), round(sched_percent, 4),
-                      round(100 * busiest[1] / window, 3), round(pss / 1024, 1)]],
-            "notes": [f"utime+stime in clock ticks (1/{_HZ} s) per process; one tick is {100 / _HZ / window:.2f} % "
-                      "of one core over this window, so a 0 means 'below that'. The schedstat column sums the run "
-                      "time (ns) of every thread of every process of the group over the same window.",
-                      "The caller (this process, sleeping) is not included."],
-            "data": {"cpu_percent": round(percent, 4), "cpu_percent_schedstat": round(sched_percent, 5),
-                     "processes": len(pids), "inner_actors": len(refs),
-                     "window_s": window, "total_pss_mb": round(pss / 1024, 2)}}
+    return {
+        "title": "Idle system",
+        "params": {"window_s": round(window, 2), "inner_actors": len(refs)},
+        "columns": [
+            "processes",
+            "inner actors",
+            "window s",
+            "CPU % of one core (stat ticks)",
+            "CPU % of one core (schedstat ns)",
+            "busiest process CPU % (ticks)",
+            "total PSS MB",
+        ],
+        "rows": [
+            [
+                len(pids),
+                len(refs),
+                round(window, 2),
+                round(percent, 3),
+                round(sched_percent, 4),
+                round(100 * busiest[1] / window, 3),
+                round(pss / 1024, 1),
+            ]
+        ],
+        "notes": [
+            f"utime+stime in clock ticks (1/{_HZ} s) per process; one tick is {100 / _HZ / window:.2f} % "
+            "of one core over this window, so a 0 means 'below that'. The schedstat column sums the run "
+            "time (ns) of every thread of every process of the group over the same window.",
+            "The caller (this process, sleeping) is not included.",
+        ],
+        "data": {
+            "cpu_percent": round(percent, 4),
+            "cpu_percent_schedstat": round(sched_percent, 5),
+            "processes": len(pids),
+            "inner_actors": len(refs),
+            "window_s": window,
+            "total_pss_mb": round(pss / 1024, 2),
+        },
+    }
 
 
 def _sse_throughput(sizes: Sizes) -> dict[str, Any]:
@@ -645,7 +783,7 @@ def _sse_throughput(sizes: Sizes) -> dict[str, Any]:
     from adk_actors.models.gemini.transport import close_sessions
 
     chunk = max(4, sizes.sse_chunk_chars)
-    words = ("lorem ipsum dolor sit amet consectetur adipiscing elit " * (chunk * sizes.sse_chunks // 50 + 2))
+    words = "lorem ipsum dolor sit amet consectetur adipiscing elit " * (chunk * sizes.sse_chunks // 50 + 2)
     text = words[: chunk * sizes.sse_chunks]
     script = {"rules": [{"respond": {"text": text, "chunks": sizes.sse_chunks}}]}
     counts = {"deltas": 0, "bytes": 0}
@@ -667,10 +805,17 @@ def _sse_throughput(sizes: Sizes) -> dict[str, Any]:
         cpu = _self_cpu_s() - cpu0
         close_sessions()
     ok = getattr(response, "text", text) == text
-    return {"streams": sizes.sse_streams, "chunks_per_stream": sizes.sse_chunks, "deltas": counts["deltas"],
-            "bytes": counts["bytes"], "seconds": round(elapsed, 4),
-            "chunks_per_s": round(counts["deltas"] / elapsed, 1), "mb_per_s": round(counts["bytes"] / elapsed / 1e6, 3),
-            "cpu_s": round(cpu, 3), "text_intact": ok}
+    return {
+        "streams": sizes.sse_streams,
+        "chunks_per_stream": sizes.sse_chunks,
+        "deltas": counts["deltas"],
+        "bytes": counts["bytes"],
+        "seconds": round(elapsed, 4),
+        "chunks_per_s": round(counts["deltas"] / elapsed, 1),
+        "mb_per_s": round(counts["bytes"] / elapsed / 1e6, 3),
+        "cpu_s": round(cpu, 3),
+        "text_intact": ok,
+    }
 
 
 def bench_provider(ctx: Context) -> dict[str, Any]:
@@ -685,33 +830,93 @@ def bench_provider(ctx: Context) -> dict[str, Any]:
     p, b = res["provider"], res["bare_requests"]
     over_p50 = p["p50_ms"] - b["p50_ms"]
     rows = [
-        ["generateContent via provider", n, round(p["p50_ms"], 3), round(p["p99_ms"], 3), round(p["mean_ms"], 3),
-         "", ""],
-        ["generateContent via bare requests", n, round(b["p50_ms"], 3), round(b["p99_ms"], 3),
-         round(b["mean_ms"], 3), "", ""],
-        ["⇒ provider overhead", "—", round(over_p50, 3), "—", round(overhead, 3), f"≤ {target} ms",
-         f"p50: {_met(over_p50 <= target)}; mean: {_met(overhead <= target)}"],
+        [
+            "generateContent via provider",
+            n,
+            round(p["p50_ms"], 3),
+            round(p["p99_ms"], 3),
+            round(p["mean_ms"], 3),
+            "",
+            "",
+        ],
+        [
+            "generateContent via bare requests",
+            n,
+            round(b["p50_ms"], 3),
+            round(b["p99_ms"], 3),
+            round(b["mean_ms"], 3),
+            "",
+            "",
+        ],
+        [
+            "⇒ provider overhead",
+            "—",
+            round(over_p50, 3),
+            "—",
+            round(overhead, 3),
+            f"≤ {target} ms",
+            f"p50: {_met(over_p50 <= target)}; mean: {_met(overhead <= target)}",
+        ],
     ]
-    sse_row = [["SSE stream via models.stream", sse["streams"], sse["chunks_per_stream"], sse["deltas"],
-                sse["chunks_per_s"], sse["mb_per_s"], sse["cpu_s"]]]
-    targets = [[f"provider overhead ≤ {target} ms (mean, as provider_overhead reports it)", f"{overhead:.3f} ms",
-                overhead <= target],
-               [f"provider overhead ≤ {target} ms (p50)", f"{over_p50:.3f} ms", over_p50 <= target]]
-    return {"title": "Model provider (local emulator)", "params": {"n": n}, "targets": targets,
-            "columns": ["call", "n", "p50 ms", "p99 ms", "mean ms", "target", "met"], "rows": rows,
-            "extra_tables": [{"columns": ["stream", "streams", "chunks/stream", "deltas received", "chunks/s",
-                                          "MB/s", "caller CPU s"], "rows": sse_row}],
-            "notes": ["Overhead = provider − bare requests, for p50 and for the mean (the mean is what "
-                      "adk_actors.devtools.provider_overhead reports as overhead_mean_ms; one slow outlier moves "
-                      "it). The provider loop runs first, then the bare loop, each after a warm-up.",
-                      "The emulator runs in the caller's process (its own event-loop thread), so both ends of "
-                      "the HTTP exchange compete for the same GIL and cores: these are lower bounds for a "
-                      "remote server.",
-                      f"SSE: a scripted {sse['chunks_per_stream'] * ctx.sizes.sse_chunk_chars:,}-character "
-                      f"answer split into {sse['chunks_per_stream']:,} chunks, consumed with "
-                      f"adk_actors.models.stream; text reassembled intact: {sse['text_intact']}."],
-            "data": {"provider": res, "sse": sse, "target_overhead_ms": target, "overhead_p50_ms": over_p50,
-                     "met": overhead <= target, "met_p50": over_p50 <= target}}
+    sse_row = [
+        [
+            "SSE stream via models.stream",
+            sse["streams"],
+            sse["chunks_per_stream"],
+            sse["deltas"],
+            sse["chunks_per_s"],
+            sse["mb_per_s"],
+            sse["cpu_s"],
+        ]
+    ]
+    targets = [
+        [
+            f"provider overhead ≤ {target} ms (mean, as provider_overhead reports it)",
+            f"{overhead:.3f} ms",
+            overhead <= target,
+        ],
+        [f"provider overhead ≤ {target} ms (p50)", f"{over_p50:.3f} ms", over_p50 <= target],
+    ]
+    return {
+        "title": "Model provider (local emulator)",
+        "params": {"n": n},
+        "targets": targets,
+        "columns": ["call", "n", "p50 ms", "p99 ms", "mean ms", "target", "met"],
+        "rows": rows,
+        "extra_tables": [
+            {
+                "columns": [
+                    "stream",
+                    "streams",
+                    "chunks/stream",
+                    "deltas received",
+                    "chunks/s",
+                    "MB/s",
+                    "caller CPU s",
+                ],
+                "rows": sse_row,
+            }
+        ],
+        "notes": [
+            "Overhead = provider − bare requests, for p50 and for the mean (the mean is what "
+            "adk_actors.devtools.provider_overhead reports as overhead_mean_ms; one slow outlier moves "
+            "it). The provider loop runs first, then the bare loop, each after a warm-up.",
+            "The emulator runs in the caller's process (its own event-loop thread), so both ends of "
+            "the HTTP exchange compete for the same GIL and cores: these are lower bounds for a "
+            "remote server.",
+            f"SSE: a scripted {sse['chunks_per_stream'] * ctx.sizes.sse_chunk_chars:,}-character "
+            f"answer split into {sse['chunks_per_stream']:,} chunks, consumed with "
+            f"adk_actors.models.stream; text reassembled intact: {sse['text_intact']}.",
+        ],
+        "data": {
+            "provider": res,
+            "sse": sse,
+            "target_overhead_ms": target,
+            "overhead_p50_ms": over_p50,
+            "met": overhead <= target,
+            "met_p50": over_p50 <= target,
+        },
+    }
 
 
 @contextlib.contextmanager
@@ -728,8 +933,13 @@ def _pg_schema() -> Iterator[str]:
             yield f"{PG_BASE_URL}?options=-csearch_path%3D{name}&application_name={name}"
         finally:
             with engine.begin() as conn:
-                conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                  "WHERE application_name = :n AND pid <> pg_backend_pid()"), {"n": name})
+                conn.execute(
+                    text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE application_name = :n AND pid <> pg_backend_pid()"
+                    ),
+                    {"n": name},
+                )
                 conn.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
     finally:
         engine.dispose()
@@ -748,8 +958,7 @@ def bench_sessions(ctx: Context) -> dict[str, Any]:
                 if backend == "memory":
                     res = session_bench.run("memory", "", n, data_dir=str(tmp), reads=reads)
                 elif backend == "sqlite":
-                    res = session_bench.run("sql", f"sqlite:///{tmp / 'bench.db'}", n, data_dir=str(tmp),
-                                            reads=reads)
+                    res = session_bench.run("sql", f"sqlite:///{tmp / 'bench.db'}", n, data_dir=str(tmp), reads=reads)
                 elif backend == "postgresql":
                     with _pg_schema() as url:
                         res = session_bench.run("sql", url, n, data_dir=str(tmp), reads=reads)
@@ -761,16 +970,39 @@ def bench_sessions(ctx: Context) -> dict[str, Any]:
                 data[backend] = {"error": type(exc).__name__}
                 continue
             data[backend] = res
-            rows.append([backend, res["events"], res["add_event_per_s"], res["add_event_p50_ms"],
-                         res["add_event_p99_ms"], res["get_session_per_s"], res["events_read_per_s"]])
+            rows.append(
+                [
+                    backend,
+                    res["events"],
+                    res["add_event_per_s"],
+                    res["add_event_p50_ms"],
+                    res["add_event_p99_ms"],
+                    res["get_session_per_s"],
+                    res["events_read_per_s"],
+                ]
+            )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    notes.append(f"One session, {n:,} appended events, then {reads} full get_session reads of it. SQLite is a "
-                 "temp file; PostgreSQL runs in a throwaway schema (search_path) that is dropped afterwards.")
-    return {"title": "Session stores", "params": {"events": n, "reads": reads},
-            "columns": ["backend", "events", "add_event/s", "add_event p50 ms", "add_event p99 ms",
-                        "get_session/s", "events read/s"],
-            "rows": rows, "notes": notes, "data": data}
+    notes.append(
+        f"One session, {n:,} appended events, then {reads} full get_session reads of it. SQLite is a "
+        "temp file; PostgreSQL runs in a throwaway schema (search_path) that is dropped afterwards."
+    )
+    return {
+        "title": "Session stores",
+        "params": {"events": n, "reads": reads},
+        "columns": [
+            "backend",
+            "events",
+            "add_event/s",
+            "add_event p50 ms",
+            "add_event p99 ms",
+            "get_session/s",
+            "events read/s",
+        ],
+        "rows": rows,
+        "notes": notes,
+        "data": data,
+    }
 
 
 from adk_actors.devtools.bench_agents import (  # noqa: E402
@@ -804,6 +1036,7 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
 
 # ---- running and reporting ------------------------------------------------------------------------------------------
 
+
 def _version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
@@ -829,8 +1062,14 @@ def _mem_total_gb() -> float:
 
 def _git_commit() -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).resolve().parents[2], stdin=subprocess.DEVNULL)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).resolve().parents[2],
+            stdin=subprocess.DEVNULL,
+        )
         return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -839,10 +1078,17 @@ def _git_commit() -> str:
 def machine_info() -> dict[str, Any]:
     """Machine, versions and commit for the report header."""
     load = os.getloadavg()
-    return {"cores": os.cpu_count(), "memory_gb": _mem_total_gb(), "cpu": _cpu_model(),
-            "kernel": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
-            "thespian": _version("thespian"), "sqlalchemy": _version("sqlalchemy"), "commit": _git_commit(),
-            "loadavg": f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"}
+    return {
+        "cores": os.cpu_count(),
+        "memory_gb": _mem_total_gb(),
+        "cpu": _cpu_model(),
+        "kernel": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "thespian": _version("thespian"),
+        "sqlalchemy": _version("sqlalchemy"),
+        "commit": _git_commit(),
+        "loadavg": f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
+    }
 
 
 def _cell(value: Any) -> str:
@@ -861,16 +1107,28 @@ def _table(columns: list[str], rows: list[list[Any]]) -> list[str]:
     return lines
 
 
-def render(results: dict[str, dict[str, Any]], info: dict[str, Any], *, command: str, quick: bool,
-           started: dt.datetime, label: str = "", total_s: float | None = None) -> str:
+def render(
+    results: dict[str, dict[str, Any]],
+    info: dict[str, Any],
+    *,
+    command: str,
+    quick: bool,
+    started: dt.datetime,
+    label: str = "",
+    total_s: float | None = None,
+) -> str:
     """The Markdown report: a dated header with machine and versions, then one table per benchmark."""
     kind = "quick run (`--quick`, small n)" if quick else "full run"
-    lines = [f"## {started:%Y-%m-%d %H:%M} UTC — {kind}{' — ' + label if label else ''}", "",
-             f"* Machine: {info['cores']} cores, {info['memory_gb']} GiB, {info['cpu']}, {info['kernel']}; "
-             f"load average at start {info['loadavg']}",
-             f"* Versions: Python {info['python']}, thespian {info['thespian']}, sqlalchemy {info['sqlalchemy']}; "
-             f"commit `{info['commit']}`",
-             f"* Command: `{command}`" + (f" (took {total_s:.0f} s)" if total_s is not None else ""), ""]
+    lines = [
+        f"## {started:%Y-%m-%d %H:%M} UTC — {kind}{' — ' + label if label else ''}",
+        "",
+        f"* Machine: {info['cores']} cores, {info['memory_gb']} GiB, {info['cpu']}, {info['kernel']}; "
+        f"load average at start {info['loadavg']}",
+        f"* Versions: Python {info['python']}, thespian {info['thespian']}, sqlalchemy {info['sqlalchemy']}; "
+        f"commit `{info['commit']}`",
+        f"* Command: `{command}`" + (f" (took {total_s:.0f} s)" if total_s is not None else ""),
+        "",
+    ]
     summary = [[t[0], t[1], _met(bool(t[2])), name] for name, res in results.items() for t in res.get("targets", [])]
     if summary:
         lines += ["Targets:", "", *_table(["target", "measured", "met", "benchmark"], summary), ""]
@@ -895,12 +1153,27 @@ def _system_settings(data_dir: Path, hosts: int) -> Any:
     from adk_actors.settings import Settings
     from adk_actors.testing import reserved_port
 
-    return Settings.from_dict({"admin_port": reserved_port(), "data_dir": str(data_dir), "hosts": hosts,
-                               "workers": 2, "start_timeout_s": 60.0, "log_level": "warning"})
+    return Settings.from_dict(
+        {
+            "admin_port": reserved_port(),
+            "data_dir": str(data_dir),
+            "hosts": hosts,
+            "workers": 2,
+            "start_timeout_s": 60.0,
+            "log_level": "warning",
+        }
+    )
 
 
-def run(names: list[str] | None = None, *, quick: bool = False, sizes: Sizes | None = None, handle: Any = None,
-        hosts: int = 2, log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+def run(
+    names: list[str] | None = None,
+    *,
+    quick: bool = False,
+    sizes: Sizes | None = None,
+    handle: Any = None,
+    hosts: int = 2,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Run the named benchmarks (default: all, in :data:`BENCHMARKS` order) and return their result dicts.
 
     With ``handle`` the benchmarks that need an actor system use it (it is not stopped, and ``hosts`` must be
@@ -933,8 +1206,10 @@ def run(names: list[str] | None = None, *, quick: bool = False, sizes: Sizes | N
             try:
                 res = fn(ctx)
             except Exception as exc:
-                res = {"title": (fn.__doc__ or name).splitlines()[0],
-                       "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
+                res = {
+                    "title": (fn.__doc__ or name).splitlines()[0],
+                    "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}",
+                }
             res["seconds"] = round(time.perf_counter() - t0, 2)
             results[name] = res
             say(f"  {name} took {res['seconds']:.1f} s")
@@ -967,15 +1242,33 @@ def main(argv: list[str] | None = None) -> int:
     info = machine_info()
     t0 = time.perf_counter()
     results = run(names, quick=args.quick, log=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
-    report = render(results, info, command=command, quick=args.quick, started=started, label=args.label,
-                    total_s=time.perf_counter() - t0)
+    report = render(
+        results,
+        info,
+        command=command,
+        quick=args.quick,
+        started=started,
+        label=args.label,
+        total_s=time.perf_counter() - t0,
+    )
     print(report)
     if args.json:
         import json
 
-        Path(args.json).write_text(json.dumps({"info": info, "command": command, "quick": args.quick,
-                                               "started": started.isoformat(), "results": results},
-                                              indent=2, default=str) + "\n")
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "info": info,
+                    "command": command,
+                    "quick": args.quick,
+                    "started": started.isoformat(),
+                    "results": results,
+                },
+                indent=2,
+                default=str,
+            )
+            + "\n"
+        )
     if args.append:
         append_report(Path(args.append), report)
         print(f"[bench] appended to {args.append}", file=sys.stderr)

@@ -44,12 +44,20 @@ class BenchLoop(GenServer):
 
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
         if isinstance(request, CallLoop):
-            self._loop(ctx, request.n, lambda done: self.call(request.target, request.request,
-                                                              time.monotonic() + request.timeout, done))
+            self._loop(
+                ctx,
+                request.n,
+                lambda done: self.call(request.target, request.request, time.monotonic() + request.timeout, done),
+            )
             return DEFERRED
         if isinstance(request, JobLoop):
-            self._loop(ctx, request.n, lambda done: self.run_job(request.fn, (), time.monotonic() + request.timeout,
-                                                                 done, inline=request.inline))
+            self._loop(
+                ctx,
+                request.n,
+                lambda done: self.run_job(
+                    request.fn, (), time.monotonic() + request.timeout, done, inline=request.inline
+                ),
+            )
             return DEFERRED
         return super().handle_call(request, ctx)
 

@@ -47,24 +47,35 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def emulator_process(script: dict[str, Any] | None = None, latency_ms: int = 0,
-                     start_timeout_s: float = 30.0) -> Iterator[EmulatorProcess]:
+def emulator_process(
+    script: dict[str, Any] | None = None, latency_ms: int = 0, start_timeout_s: float = 30.0
+) -> Iterator[EmulatorProcess]:
     """Run the emulator in a child process for the duration of the block.
 
     Raises:
         RuntimeError: the emulator did not answer its health check in time.
     """
     with tempfile.TemporaryDirectory(prefix="adk-emu-") as tmp:
-        argv = [sys.executable, "-m", "adk_actors.emulator", "--host", "127.0.0.1", "--port", str(_free_port()),
-                "--latency-ms", str(latency_ms)]
+        argv = [
+            sys.executable,
+            "-m",
+            "adk_actors.emulator",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(_free_port()),
+            "--latency-ms",
+            str(latency_ms),
+        ]
         if script is not None:
             path = os.path.join(tmp, "script.json")
             with open(path, "w") as fh:
                 json.dump(script, fh)
             argv += ["--script", path]
         port = int(argv[argv.index("--port") + 1])
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, close_fds=True)
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True
+        )
         emu = EmulatorProcess(port, proc)
         try:
             deadline = time.monotonic() + start_timeout_s

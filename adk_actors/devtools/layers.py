@@ -22,30 +22,61 @@ __all__ = ["EMULATOR_USERS", "LAYERS", "actor_modules", "check", "main"]
 
 LAYERS: dict[str, int] = {
     # 0: used by all
-    "errors": 0, "secrets": 0, "settings": 0, "logs": 0,
+    "errors": 0,
+    "secrets": 0,
+    "settings": 0,
+    "logs": 0,
     # 1: our OTP
     "runtime": 1,
     # 2: values
-    "content": 2, "events": 2, "schema": 2,
+    "content": 2,
+    "events": 2,
+    "schema": 2,
     # 3: domain
-    "tools": 3, "models": 3, "sessions": 3, "agents": 3, "emulator": 3, "memory": 3, "artifacts": 3,
-    "plugins": 3, "telemetry": 3, "storage": 3, "auth": 3, "context": 3, "admission": 3, "policy": 3,
+    "tools": 3,
+    "models": 3,
+    "sessions": 3,
+    "agents": 3,
+    "emulator": 3,
+    "memory": 3,
+    "artifacts": 3,
+    "plugins": 3,
+    "telemetry": 3,
+    "storage": 3,
+    "auth": 3,
+    "context": 3,
+    "admission": 3,
+    "policy": 3,
     # 4: lifecycles
-    "runs": 4, "workflows": 4, "live": 4, "triggers": 4, "runner": 4, "planning": 4, "retry": 4,
+    "runs": 4,
+    "workflows": 4,
+    "live": 4,
+    "triggers": 4,
+    "runner": 4,
+    "planning": 4,
+    "retry": 4,
     # 5: edges
-    "cli": 5, "__main__": 5, "devtools": 5, "protocols": 5, "testing": 5, "evaluation": 5, "node": 5,
+    "cli": 5,
+    "__main__": 5,
+    "devtools": 5,
+    "protocols": 5,
+    "testing": 5,
+    "evaluation": 5,
+    "node": 5,
 }
 FACADE = 6  # adk_actors/__init__.py re-exports the public surface
 DOMAIN_LAYERS = frozenset({3, 4})
 """Layers whose packages may not import each other's actor modules."""
 ACTOR_BASES = frozenset({"Actor", "ActorTypeDispatcher", "GenServer"})
 """Base class names that make a class an actor (subclasses of them, found in the tree, count too)."""
-EMULATOR_USERS = frozenset({
-    # ``adk emulator ...``: the CLI command that runs the emulator in the foreground.
-    "cli/main.py",
-    # ``adk run/shell --emulator``: the CLI starts an in-process emulator for a local try-out when asked to.
-    "cli/launch.py",
-})
+EMULATOR_USERS = frozenset(
+    {
+        # ``adk emulator ...``: the CLI command that runs the emulator in the foreground.
+        "cli/main.py",
+        # ``adk run/shell --emulator``: the CLI starts an in-process emulator for a local try-out when asked to.
+        "cli/launch.py",
+    }
+)
 """Product modules allowed to import ``adk_actors.emulator`` (paths relative to the package), each for a reason."""
 
 
@@ -100,8 +131,11 @@ def actor_modules(trees: dict[Path, ast.Module], package_dir: Path) -> frozenset
     for path, tree in trees.items():
         parts = path.relative_to(package_dir).with_suffix("").parts
         module = ".".join(["adk_actors", *(parts[:-1] if parts[-1] == "__init__" else parts)])
-        classes.extend((module, node.name, [_base_name(b) for b in node.bases])
-                       for node in ast.walk(tree) if isinstance(node, ast.ClassDef))
+        classes.extend(
+            (module, node.name, [_base_name(b) for b in node.bases])
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef)
+        )
     actors = set(ACTOR_BASES)
     while True:
         more = {name for _, name, bases in classes if name not in actors and actors.intersection(bases)}
@@ -138,13 +172,24 @@ def check(package_dir: Path) -> list[str]:
             layer = _layer_of(tuple(top[1:]))
             if layer is not None and own is not None and layer > own:
                 problems.append(f"{rel}:{lineno}: imports {target} (layer {layer}) from layer {own}")
-            if (target in actors and own in DOMAIN_LAYERS and layer in DOMAIN_LAYERS and top_package != top[1]
-                    and (lineno, target) not in reported):
+            if (
+                target in actors
+                and own in DOMAIN_LAYERS
+                and layer in DOMAIN_LAYERS
+                and top_package != top[1]
+                and (lineno, target) not in reported
+            ):
                 reported.add((lineno, target))
-                problems.append(f"{rel}:{lineno}: imports {target}, the actor module of another domain package "
-                                f"(import {top[1]}'s api, client, body or messages module instead)")
-            if (top[1] == "emulator" and top_package not in ("emulator", "devtools", "testing")
-                    and rel.as_posix() not in EMULATOR_USERS and (lineno, "emulator") not in reported):
+                problems.append(
+                    f"{rel}:{lineno}: imports {target}, the actor module of another domain package "
+                    f"(import {top[1]}'s api, client, body or messages module instead)"
+                )
+            if (
+                top[1] == "emulator"
+                and top_package not in ("emulator", "devtools", "testing")
+                and rel.as_posix() not in EMULATOR_USERS
+                and (lineno, "emulator") not in reported
+            ):
                 reported.add((lineno, "emulator"))
                 problems.append(f"{rel}:{lineno}: product code imports adk_actors.emulator")
     return problems

@@ -27,8 +27,11 @@ def main(argv: list[str] | None = None) -> int:
         runner.run("u", "warm", "hi")
         t0 = time.perf_counter()
         with ThreadPoolExecutor(32) as pool:
-            ids = list(pool.map(lambda i: runs.start(runner, "u", f"c{i}", f"q{i}", retention_ms=600000,
-                                                     timeout=300), range(n)))
+            ids = list(
+                pool.map(
+                    lambda i: runs.start(runner, "u", f"c{i}", f"q{i}", retention_ms=600000, timeout=300), range(n)
+                )
+            )
             started = time.perf_counter() - t0
             list(pool.map(lambda run_id: runs.wait(run_id, 300), ids))
         print(f"{n} runs: all started after {started:.2f} s, all done after {time.perf_counter() - t0:.2f} s")

@@ -33,8 +33,11 @@ def _timed(fn: Callable[[], Any], n: int) -> list[float]:
 
 def _summary(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    return {"mean_ms": statistics.fmean(ordered) * 1000, "p50_ms": ordered[len(ordered) // 2] * 1000,
-            "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000}
+    return {
+        "mean_ms": statistics.fmean(ordered) * 1000,
+        "p50_ms": ordered[len(ordered) // 2] * 1000,
+        "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000,
+    }
 
 
 def run(n: int = 500) -> dict[str, Any]:
@@ -49,6 +52,7 @@ def run(n: int = 500) -> dict[str, Any]:
         url = f"{emu.base_url}/v1beta/models/gemini-3.1-flash-lite:generateContent"
         body = {"contents": [{"role": "user", "parts": [{"text": "benchmark"}]}]}
         with requests.Session() as bare:
+
             def bare_call() -> None:
                 resp = bare.post(url, json=body, headers={"x-goog-api-key": _KEY}, timeout=30)
                 resp.raise_for_status()
@@ -62,8 +66,12 @@ def run(n: int = 500) -> dict[str, Any]:
             provider = _summary(_timed(provider_call, n))
             baseline = _summary(_timed(bare_call, n))
         close_sessions()
-    return {"n": n, "provider": provider, "bare_requests": baseline,
-            "overhead_mean_ms": provider["mean_ms"] - baseline["mean_ms"]}
+    return {
+        "n": n,
+        "provider": provider,
+        "bare_requests": baseline,
+        "overhead_mean_ms": provider["mean_ms"] - baseline["mean_ms"],
+    }
 
 
 if __name__ == "__main__":  # pragma: no cover

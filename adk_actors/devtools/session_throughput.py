@@ -27,15 +27,24 @@ def _service(backend: str, url: str, data_dir: str, handle: Any, timeout: float 
     if backend != "actor":
         return session_service_from_settings(backend, url, data_dir)
     if handle is None:
-        raise ConfigError("the actor session bench needs a running node's handle", reason="invalid_value",
-                          details={"key": "handle"})
+        raise ConfigError(
+            "the actor session bench needs a running node's handle", reason="invalid_value", details={"key": "handle"}
+        )
     from adk_actors.sessions.client import ActorSessionService  # the runtime is only needed for this variant
 
     return ActorSessionService(timeout=timeout, system=handle)
 
 
-def run(backend: str, url: str = "", n: int = 10_000, *, data_dir: str = "var/adk",
-        reads: int | None = None, handle: Any = None, timeout: float | None = 60.0) -> dict[str, Any]:
+def run(
+    backend: str,
+    url: str = "",
+    n: int = 10_000,
+    *,
+    data_dir: str = "var/adk",
+    reads: int | None = None,
+    handle: Any = None,
+    timeout: float | None = 60.0,
+) -> dict[str, Any]:
     """Append ``n`` events to one session, then read it back ``reads`` times (default ``max(1, n // 100)``).
 
     Args:
@@ -62,9 +71,15 @@ def run(backend: str, url: str = "", n: int = 10_000, *, data_dir: str = "var/ad
     reads = max(1, n // 100) if reads is None else reads
     try:
         service.create_session(app_name=ref.app_name, user_id=ref.user_id, session_id=ref.session_id)
-        events = [Event.new(invocation_id=f"inv-{i // 10}", author="user" if i % 2 == 0 else "agent",
-                            content=f"message {i}", actions=EventActions(state_delta={"counter": i}))
-                  for i in range(n)]
+        events = [
+            Event.new(
+                invocation_id=f"inv-{i // 10}",
+                author="user" if i % 2 == 0 else "agent",
+                content=f"message {i}",
+                actions=EventActions(state_delta={"counter": i}),
+            )
+            for i in range(n)
+        ]
         latencies: list[float] = []
         started = time.perf_counter()
         for event in events:

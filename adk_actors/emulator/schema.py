@@ -283,8 +283,7 @@ class _Walker:
                 if canon in members:
                     if group in oneof_set:
                         raise invalid_argument(
-                            f"Invalid JSON payload received. Oneof field '{group}' is already set. "
-                            f"Cannot set '{key}'",
+                            f"Invalid JSON payload received. Oneof field '{group}' is already set. Cannot set '{key}'",
                             field=path,
                         )
                     oneof_set[group] = canon

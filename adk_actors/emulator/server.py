@@ -566,8 +566,13 @@ class Emulator:
         headers = {k: v for k, v in req.headers.items() if k in _FORWARD_HEADERS}
         with requests.Session() as session:
             session.trust_env = False
-            resp = session.request(req.method, f"{self.upstream}{req.target}", data=req.body or None,
-                                   headers=headers, timeout=(UPSTREAM_TIMEOUT_S, UPSTREAM_TIMEOUT_S))
+            resp = session.request(
+                req.method,
+                f"{self.upstream}{req.target}",
+                data=req.body or None,
+                headers=headers,
+                timeout=(UPSTREAM_TIMEOUT_S, UPSTREAM_TIMEOUT_S),
+            )
             return resp.status_code, resp.headers.get("content-type", ""), resp.content
 
     def _load_replay(self, path: Path) -> None:
@@ -590,9 +595,7 @@ class Emulator:
         key = _replay_key(req.method, _strip_target(req.path, req.query), _maybe_json(req.body))
         recs = self._replay.get(key)
         if not recs:
-            return error_reply(
-                ApiError(404, f"Replay: no recorded exchange for {req.method} {req.path}.", "NOT_FOUND")
-            )
+            return error_reply(ApiError(404, f"Replay: no recorded exchange for {req.method} {req.path}.", "NOT_FOUND"))
         pos = self._replay_pos.get(key, 0)
         self._replay_pos[key] = min(pos + 1, len(recs) - 1)
         reply = _raw_reply(recs[pos])

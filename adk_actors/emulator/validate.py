@@ -122,8 +122,10 @@ def check_generate_request(req: dict[str, Any], request_name: str = "GenerateCon
         sys_parts = req["systemInstruction"].get("parts") or []
         for j, part in enumerate(sys_parts):
             if not any(k in part for k in _PART_DATA):
-                probs.add(f"{prefix}system_instruction.parts[{j}].data", "required oneof field 'data' must have one "
-                          "initialized field")
+                probs.add(
+                    f"{prefix}system_instruction.parts[{j}].data",
+                    "required oneof field 'data' must have one initialized field",
+                )
     check_tools(req.get("tools") or [], probs, prefix)
     check_generation_config(req.get("generationConfig") or {}, probs, prefix)
     probs.raise_if_any()

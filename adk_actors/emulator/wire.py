@@ -136,7 +136,10 @@ def quota_error(model: str, retry_delay: str = "1.5s", per_day: bool = False) ->
         {
             "@type": "type.googleapis.com/google.rpc.Help",
             "links": [
-                {"description": "Learn more about Gemini API quotas", "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}
+                {
+                    "description": "Learn more about Gemini API quotas",
+                    "url": "https://ai.google.dev/gemini-api/docs/rate-limits",
+                }
             ],
         },
         {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": format_duration(seconds)},

@@ -84,8 +84,11 @@ def _check_keys(data: Any, field: str, required: frozenset[str], optional: froze
     if not required <= keys:
         raise _fail("event map is missing a key", field, missing=sorted(required - keys))
     if keys - required - optional:
-        raise EventError("event map has an unknown key", reason="unknown_key",
-                         details={"field": field, "count": len(keys - required - optional)})
+        raise EventError(
+            "event map has an unknown key",
+            reason="unknown_key",
+            details={"field": field, "count": len(keys - required - optional)},
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,8 +109,7 @@ class Pause:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form ``{"continuation_id", "reason", "details"}``."""
-        return {"continuation_id": self.continuation_id, "reason": self.reason,
-                "details": copy_json(self.details)[0]}
+        return {"continuation_id": self.continuation_id, "reason": self.reason, "details": copy_json(self.details)[0]}
 
     @classmethod
     def from_dict(cls, data: Any) -> Pause:
@@ -143,8 +145,9 @@ class ErrorInfo:
         type_name = type(exc).__name__[:MAX_REASON_CHARS]
         if isinstance(exc, AdkError):
             try:
-                return cls(reason=exc.reason[:MAX_REASON_CHARS] or "error", type=type_name,
-                           details=prune_secrets(exc.details))
+                return cls(
+                    reason=exc.reason[:MAX_REASON_CHARS] or "error", type=type_name, details=prune_secrets(exc.details)
+                )
             except EventError:
                 # Describing a failure must not fail: fall back to the bare class name.
                 return cls(reason="error", type=type_name, details={})
@@ -195,10 +198,14 @@ class EventActions:
         effects = self.context_effects
         if not isinstance(effects, list | tuple):
             raise _type_fail("actions.context_effects", "list", effects)
-        object.__setattr__(self, "context_effects",
-                           tuple(_json_map(e, f"actions.context_effects[{i}]") for i, e in enumerate(effects)))
-        object.__setattr__(self, "runtime_policy_decision",
-                           _opt_json_map(self.runtime_policy_decision, "actions.runtime_policy_decision"))
+        object.__setattr__(
+            self, "context_effects", tuple(_json_map(e, f"actions.context_effects[{i}]") for i, e in enumerate(effects))
+        )
+        object.__setattr__(
+            self,
+            "runtime_policy_decision",
+            _opt_json_map(self.runtime_policy_decision, "actions.runtime_policy_decision"),
+        )
 
     def is_empty(self) -> bool:
         """Whether no action is set."""
@@ -207,10 +214,13 @@ class EventActions:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (every key present; absent values are ``null``/``false``/empty), plus
         ``runtime_policy_decision`` on audit events only."""
-        data = {"state_delta": copy_json(self.state_delta)[0],
-                "pause": None if self.pause is None else self.pause.to_dict(),
-                "transfer_to_agent": self.transfer_to_agent, "escalate": self.escalate,
-                "context_effects": [copy_json(e)[0] for e in self.context_effects]}
+        data = {
+            "state_delta": copy_json(self.state_delta)[0],
+            "pause": None if self.pause is None else self.pause.to_dict(),
+            "transfer_to_agent": self.transfer_to_agent,
+            "escalate": self.escalate,
+            "context_effects": [copy_json(e)[0] for e in self.context_effects],
+        }
         if self.runtime_policy_decision is not None:
             data["runtime_policy_decision"] = copy_json(self.runtime_policy_decision)[0]
         return data
@@ -226,22 +236,44 @@ class EventActions:
         effects = data["context_effects"]
         if not isinstance(effects, list):
             raise _type_fail("actions.context_effects", "list", effects)
-        return cls(state_delta=data["state_delta"],
-                   pause=None if data["pause"] is None else Pause.from_dict(data["pause"]),
-                   transfer_to_agent=data["transfer_to_agent"], escalate=data["escalate"],
-                   context_effects=tuple(effects), runtime_policy_decision=data.get("runtime_policy_decision"))
+        return cls(
+            state_delta=data["state_delta"],
+            pause=None if data["pause"] is None else Pause.from_dict(data["pause"]),
+            transfer_to_agent=data["transfer_to_agent"],
+            escalate=data["escalate"],
+            context_effects=tuple(effects),
+            runtime_policy_decision=data.get("runtime_policy_decision"),
+        )
 
     def redacted(self) -> EventActions:
         """A copy whose state delta, pause details and context effects have secret-named keys pruned."""
         pause = self.pause
         if pause is not None:
             pause = dataclasses.replace(pause, details=prune_secrets(pause.details))
-        return dataclasses.replace(self, state_delta=prune_secrets(self.state_delta), pause=pause,
-                                   context_effects=tuple(prune_secrets(e) for e in self.context_effects))
+        return dataclasses.replace(
+            self,
+            state_delta=prune_secrets(self.state_delta),
+            pause=pause,
+            context_effects=tuple(prune_secrets(e) for e in self.context_effects),
+        )
 
 
-_EVENT_KEYS = frozenset({"schema_version", "id", "invocation_id", "author", "timestamp", "content", "partial",
-                         "is_final", "actions", "provider_metadata", "error", "branch"})
+_EVENT_KEYS = frozenset(
+    {
+        "schema_version",
+        "id",
+        "invocation_id",
+        "author",
+        "timestamp",
+        "content",
+        "partial",
+        "is_final",
+        "actions",
+        "provider_metadata",
+        "error",
+        "branch",
+    }
+)
 _OPTIONAL_EVENT_KEYS = frozenset({"thought_signature"})
 
 
@@ -306,11 +338,22 @@ class Event:
         _opt_str(self.branch, "branch")
 
     @classmethod
-    def new(cls, *, invocation_id: str, author: str, content: Content | str | dict[str, Any] | None = None,
-            partial: bool = False, is_final: bool = False, actions: EventActions | None = None,
-            provider_metadata: dict[str, Any] | None = None, error: ErrorInfo | None = None,
-            branch: str | None = None, timestamp: float | None = None, id: str | None = None,
-            thought_signature: str | None = None) -> Event:
+    def new(
+        cls,
+        *,
+        invocation_id: str,
+        author: str,
+        content: Content | str | dict[str, Any] | None = None,
+        partial: bool = False,
+        is_final: bool = False,
+        actions: EventActions | None = None,
+        provider_metadata: dict[str, Any] | None = None,
+        error: ErrorInfo | None = None,
+        branch: str | None = None,
+        timestamp: float | None = None,
+        id: str | None = None,
+        thought_signature: str | None = None,
+    ) -> Event:
         """Create an event with a fresh uuid4-hex id and the current wall-clock timestamp.
 
         ``content`` may be a ``str`` (one text part), a content map or a :class:`Content`.
@@ -319,11 +362,20 @@ class Event:
             EventError: a field is malformed.
             ContentError: ``content`` is not valid content.
         """
-        return cls(id=id or uuid.uuid4().hex, invocation_id=invocation_id, author=author,
-                   timestamp=time.time() if timestamp is None else timestamp,
-                   content=None if content is None else as_content(content), partial=partial,
-                   is_final=is_final, actions=actions or EventActions(), provider_metadata=provider_metadata,
-                   error=error, branch=branch, thought_signature=thought_signature)
+        return cls(
+            id=id or uuid.uuid4().hex,
+            invocation_id=invocation_id,
+            author=author,
+            timestamp=time.time() if timestamp is None else timestamp,
+            content=None if content is None else as_content(content),
+            partial=partial,
+            is_final=is_final,
+            actions=actions or EventActions(),
+            provider_metadata=provider_metadata,
+            error=error,
+            branch=branch,
+            thought_signature=thought_signature,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (every key present but ``thought_signature``, which appears only when set)."""
@@ -356,23 +408,40 @@ class Event:
         _check_keys(data, "event", _EVENT_KEYS, _OPTIONAL_EVENT_KEYS)
         version = data["schema_version"]
         if isinstance(version, bool) or not isinstance(version, int) or version != EVENT_SCHEMA_VERSION:
-            raise EventError("unsupported event schema version", reason="unsupported_schema_version",
-                             details={"supported": EVENT_SCHEMA_VERSION})
+            raise EventError(
+                "unsupported event schema version",
+                reason="unsupported_schema_version",
+                details={"supported": EVENT_SCHEMA_VERSION},
+            )
         content = None
         if data["content"] is not None:
             try:
                 content = Content.from_dict(data["content"])
             except ContentError as exc:
-                raise EventError("event content is invalid", reason="invalid_event",
-                                 details={"field": "content", "content_reason": exc.reason,
-                                          **{k: v for k, v in exc.details.items() if k != "field"},
-                                          "content_field": exc.details.get("field")}) from None
-        return cls(id=data["id"], invocation_id=data["invocation_id"], author=data["author"],
-                   timestamp=data["timestamp"], content=content, partial=data["partial"],
-                   is_final=data["is_final"], actions=EventActions.from_dict(data["actions"]),
-                   provider_metadata=data["provider_metadata"],
-                   error=None if data["error"] is None else ErrorInfo.from_dict(data["error"]),
-                   branch=data["branch"], thought_signature=data.get("thought_signature"))
+                raise EventError(
+                    "event content is invalid",
+                    reason="invalid_event",
+                    details={
+                        "field": "content",
+                        "content_reason": exc.reason,
+                        **{k: v for k, v in exc.details.items() if k != "field"},
+                        "content_field": exc.details.get("field"),
+                    },
+                ) from None
+        return cls(
+            id=data["id"],
+            invocation_id=data["invocation_id"],
+            author=data["author"],
+            timestamp=data["timestamp"],
+            content=content,
+            partial=data["partial"],
+            is_final=data["is_final"],
+            actions=EventActions.from_dict(data["actions"]),
+            provider_metadata=data["provider_metadata"],
+            error=None if data["error"] is None else ErrorInfo.from_dict(data["error"]),
+            branch=data["branch"],
+            thought_signature=data.get("thought_signature"),
+        )
 
     def redacted(self) -> Event:
         """A copy safe to show outside the trust boundary (logs, dev UI, remote agents).
@@ -387,8 +456,12 @@ class Event:
         if error is not None:
             error = dataclasses.replace(error, details=prune_secrets(error.details))
         return dataclasses.replace(
-            self, content=content, actions=self.actions.redacted(), error=error,
-            provider_metadata=None if self.provider_metadata is None else prune_secrets(self.provider_metadata))
+            self,
+            content=content,
+            actions=self.actions.redacted(),
+            error=error,
+            provider_metadata=None if self.provider_metadata is None else prune_secrets(self.provider_metadata),
+        )
 
     def text(self) -> str | None:
         """The content's visible text, or ``None`` when there is no content."""

@@ -44,8 +44,9 @@ def validate_config(config: Mapping[str, Any]) -> None:
         check(config)
 
 
-def generate_response(config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *,
-                      cancel: CancelToken | None = None) -> ModelResponse:
+def generate_response(
+    config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *, cancel: CancelToken | None = None
+) -> ModelResponse:
     """One model turn as a :class:`ModelResponse` whose content the content model accepts.
 
     Raises:
@@ -55,8 +56,9 @@ def generate_response(config: Mapping[str, Any], history: Sequence[Any], tools: 
     return check_response(as_response(provider_for(config).generate(config, history, tools, cancel=cancel)))
 
 
-def generate(config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *,
-             cancel: CancelToken | None = None) -> str | dict[str, Any] | ProviderResult:
+def generate(
+    config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *, cancel: CancelToken | None = None
+) -> str | dict[str, Any] | ProviderResult:
     """One model turn, shaped like the reference's ``adk_llm:generate/3``.
 
     Returns:
@@ -69,8 +71,14 @@ def generate(config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[
     return plain_output(generate_response(config, history, tools, cancel=cancel))
 
 
-def stream(config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any],
-           on_delta: Callable[[str], None], *, cancel: CancelToken | None = None) -> ModelResponse:
+def stream(
+    config: Mapping[str, Any],
+    history: Sequence[Any],
+    tools: Sequence[Any],
+    on_delta: Callable[[str], None],
+    *,
+    cancel: CancelToken | None = None,
+) -> ModelResponse:
     """Stream one turn: ``on_delta`` per visible text delta; returns the assembled :class:`ModelResponse`.
 
     Raises:
@@ -79,9 +87,14 @@ def stream(config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[An
     return check_response(as_response(provider_for(config).stream(config, history, tools, on_delta, cancel=cancel)))
 
 
-def stream_content(config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any],
-                   on_frame: Callable[[StreamFrame], None], *,
-                   cancel: CancelToken | None = None) -> ModelResponse:
+def stream_content(
+    config: Mapping[str, Any],
+    history: Sequence[Any],
+    tools: Sequence[Any],
+    on_frame: Callable[[StreamFrame], None],
+    *,
+    cancel: CancelToken | None = None,
+) -> ModelResponse:
     """Stream one turn as structured frames: ``on_frame`` once per decoded provider frame.
 
     Raises:
@@ -90,6 +103,7 @@ def stream_content(config: Mapping[str, Any], history: Sequence[Any], tools: Seq
     model = provider_for(config)
     method = getattr(model, "stream_content", None)
     if not callable(method):
-        raise ProviderError("this provider has no content stream", reason="unsupported",
-                            details={"operation": "stream_content"})
+        raise ProviderError(
+            "this provider has no content stream", reason="unsupported", details={"operation": "stream_content"}
+        )
     return check_response(as_response(method(config, history, tools, on_frame, cancel=cancel)))

@@ -21,13 +21,26 @@ class Model(Protocol):
     function declaration dicts. ``generate``/``stream`` block the calling thread and should honour ``cancel``.
     """
 
-    def generate(self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *,
-                 cancel: CancelToken | None = None) -> ModelOutput:
+    def generate(
+        self,
+        config: Mapping[str, Any],
+        history: Sequence[Any],
+        tools: Sequence[Any] = (),
+        *,
+        cancel: CancelToken | None = None,
+    ) -> ModelOutput:
         """Answer one turn."""
         ...
 
-    def stream(self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any],
-               on_delta: Callable[[str], None], *, cancel: CancelToken | None = None) -> ModelOutput:
+    def stream(
+        self,
+        config: Mapping[str, Any],
+        history: Sequence[Any],
+        tools: Sequence[Any],
+        on_delta: Callable[[str], None],
+        *,
+        cancel: CancelToken | None = None,
+    ) -> ModelOutput:
         """Answer one turn, calling ``on_delta`` with each visible text delta as it arrives."""
         ...
 
@@ -43,11 +56,15 @@ def register_provider(name: str, provider: Model) -> None:
         ConfigError: reason ``invalid_value`` when ``name`` is empty or ``provider`` lacks ``generate``/``stream``.
     """
     if not isinstance(name, str) or not name:
-        raise ConfigError("a provider name must be a non-empty string", reason="invalid_value",
-                          details={"key": "provider"})
+        raise ConfigError(
+            "a provider name must be a non-empty string", reason="invalid_value", details={"key": "provider"}
+        )
     if not isinstance(provider, Model):
-        raise ConfigError(f"provider {name!r} must implement generate() and stream()", reason="invalid_value",
-                          details={"key": "provider", "provider": name})
+        raise ConfigError(
+            f"provider {name!r} must implement generate() and stream()",
+            reason="invalid_value",
+            details={"key": "provider", "provider": name},
+        )
     with _lock:
         _providers[name] = provider
 
@@ -61,8 +78,9 @@ def get_provider(name: str) -> Model:
     with _lock:
         provider = _providers.get(name)
     if provider is None:
-        raise ConfigError(f"no model provider named {name!r}", reason="unknown_provider",
-                          details={"provider": str(name)[:128]})
+        raise ConfigError(
+            f"no model provider named {name!r}", reason="unknown_provider", details={"provider": str(name)[:128]}
+        )
     return provider
 
 
@@ -86,5 +104,6 @@ def provider_for(config: Mapping[str, Any]) -> Model:
         return get_provider(named)
     if isinstance(named, Model):
         return named
-    raise ConfigError("config provider must be a provider name or object", reason="invalid_value",
-                      details={"key": "provider"})
+    raise ConfigError(
+        "config provider must be a provider name or object", reason="invalid_value", details={"key": "provider"}
+    )

@@ -15,8 +15,17 @@ from adk_actors.content import check_json_safe, copy_json
 from adk_actors.content import validate as validate_content
 from adk_actors.errors import ContentError, ProviderError, ValidationError
 
-__all__ = ["ModelOutput", "ModelResponse", "ProviderResult", "StreamFrame", "as_response", "check_content",
-           "check_response", "checked_frame", "plain_output"]
+__all__ = [
+    "ModelOutput",
+    "ModelResponse",
+    "ProviderResult",
+    "StreamFrame",
+    "as_response",
+    "check_content",
+    "check_response",
+    "checked_frame",
+    "plain_output",
+]
 
 MAX_USAGE_BYTES = 64 * 1024
 """Bound of a response's usage metadata (canonical JSON); real usage maps are a few hundred bytes."""
@@ -96,14 +105,22 @@ def _content_of(value: str | dict[str, Any]) -> dict[str, Any]:
 
 
 def _calls_of(content: dict[str, Any]) -> tuple[dict[str, Any], ...]:
-    return tuple({"name": p.get("name"), "args": p.get("args", {}), "id": p.get("id"),
-                  "thought_signature": p.get("thought_signature")}
-                 for p in content.get("parts", ()) if p.get("type") == "function_call")
+    return tuple(
+        {
+            "name": p.get("name"),
+            "args": p.get("args", {}),
+            "id": p.get("id"),
+            "thought_signature": p.get("thought_signature"),
+        }
+        for p in content.get("parts", ())
+        if p.get("type") == "function_call"
+    )
 
 
 def _visible_text(content: dict[str, Any]) -> str:
-    return "".join(p.get("text", "") for p in content.get("parts", ())
-                   if p.get("type") == "text" and not p.get("thought"))
+    return "".join(
+        p.get("text", "") for p in content.get("parts", ()) if p.get("type") == "text" and not p.get("thought")
+    )
 
 
 def as_response(output: ModelOutput) -> ModelResponse:
@@ -119,19 +136,26 @@ def as_response(output: ModelOutput) -> ModelResponse:
     if isinstance(output, ProviderResult):
         metadata, output = output.provider_metadata, output.output
     if not isinstance(output, str | dict):
-        raise ProviderError("a provider returned a value that is not str, dict, ProviderResult or ModelResponse",
-                            reason="invalid_provider_result", details={"type": type(output).__name__})
+        raise ProviderError(
+            "a provider returned a value that is not str, dict, ProviderResult or ModelResponse",
+            reason="invalid_provider_result",
+            details={"type": type(output).__name__},
+        )
     content = _content_of(output)
-    return ModelResponse(content=content, text=_visible_text(content), function_calls=_calls_of(content),
-                         provider_metadata=metadata)
+    return ModelResponse(
+        content=content, text=_visible_text(content), function_calls=_calls_of(content), provider_metadata=metadata
+    )
 
 
 def _invalid_output(where: str, err: ValidationError) -> ProviderError:
     """Model output is untrusted input: what it broke, structurally (the content model's reason and limits, never
     the rejected value), as the turn's error."""
     safe = {k: v for k, v in err.details.items() if k in ("field", "limit", "max", "size", "part", "path")}
-    return ProviderError("the model returned output the content model rejects", reason="invalid_model_output",
-                         details={**safe, "where": where, "cause": err.reason})
+    return ProviderError(
+        "the model returned output the content model rejects",
+        reason="invalid_model_output",
+        details={**safe, "where": where, "cause": err.reason},
+    )
 
 
 def check_content(content: Any, where: str = "content") -> dict[str, Any]:
@@ -150,16 +174,22 @@ def check_content(content: Any, where: str = "content") -> dict[str, Any]:
     except ValidationError as err:
         raise _invalid_output(where, err) from None
     except RecursionError:
-        raise ProviderError("the model returned output nested too deeply", reason="invalid_model_output",
-                            details={"where": where, "cause": "limit_exceeded"}) from None
+        raise ProviderError(
+            "the model returned output nested too deeply",
+            reason="invalid_model_output",
+            details={"where": where, "cause": "limit_exceeded"},
+        ) from None
 
 
 def _label(value: Any, where: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or len(value) > _MAX_LABEL_CHARS:
-        raise ProviderError("the model returned a malformed response field", reason="invalid_model_output",
-                            details={"where": where, "cause": "invalid_value"})
+        raise ProviderError(
+            "the model returned a malformed response field",
+            reason="invalid_model_output",
+            details={"where": where, "cause": "invalid_value"},
+        )
     try:
         check_json_safe(value)
     except ValidationError as err:
@@ -169,13 +199,17 @@ def _label(value: Any, where: str) -> str | None:
 
 def _json_member(value: Any, where: str, max_bytes: int | None) -> dict[str, Any]:
     try:
-        copied, _size = copy_json(value, error=ContentError, field=where, max_bytes=max_bytes,
-                                  limit_name=f"max_{where}_bytes")
+        copied, _size = copy_json(
+            value, error=ContentError, field=where, max_bytes=max_bytes, limit_name=f"max_{where}_bytes"
+        )
     except ContentError as err:
         raise _invalid_output(where, err) from None
     if not isinstance(copied, dict):
-        raise ProviderError("the model returned a malformed response field", reason="invalid_model_output",
-                            details={"where": where, "cause": "invalid_value"})
+        raise ProviderError(
+            "the model returned a malformed response field",
+            reason="invalid_model_output",
+            details={"where": where, "cause": "invalid_value"},
+        )
     return copied
 
 
@@ -188,13 +222,22 @@ def check_response(response: ModelResponse) -> ModelResponse:
     """
     content = check_content(response.content)
     usage = _json_member(response.usage, "usage", MAX_USAGE_BYTES)
-    metadata = None if response.provider_metadata is None else _json_member(
-        response.provider_metadata, "provider_metadata", None)
+    metadata = (
+        None
+        if response.provider_metadata is None
+        else _json_member(response.provider_metadata, "provider_metadata", None)
+    )
     return dataclasses.replace(
-        response, content=content, text=_visible_text(content), function_calls=_calls_of(content), usage=usage,
-        provider_metadata=metadata, finish_reason=_label(response.finish_reason, "finish_reason"),
+        response,
+        content=content,
+        text=_visible_text(content),
+        function_calls=_calls_of(content),
+        usage=usage,
+        provider_metadata=metadata,
+        finish_reason=_label(response.finish_reason, "finish_reason"),
         model_version=_label(response.model_version, "model_version"),
-        response_id=_label(response.response_id, "response_id"))
+        response_id=_label(response.response_id, "response_id"),
+    )
 
 
 def checked_frame(frame: StreamFrame) -> StreamFrame:

@@ -29,15 +29,19 @@ def _load(module: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ConfigError("the adapter module does not import", reason="unknown_module",
-                          details={"module": module}) from None
+        raise ConfigError(
+            "the adapter module does not import", reason="unknown_module", details={"module": module}
+        ) from None
 
 
 def _callback(module: ModuleType, name: str) -> Any:
     fn = getattr(module, name, None)
     if not callable(fn):
-        raise ConfigError("the adapter module lacks a callback", reason="missing_callback",
-                          details={"module": module.__name__, "callback": name})
+        raise ConfigError(
+            "the adapter module lacks a callback",
+            reason="missing_callback",
+            details={"module": module.__name__, "callback": name},
+        )
     return fn
 
 
@@ -51,14 +55,21 @@ def executor_actions(module: str) -> list[str]:
     return sorted(check_actions(getattr(_load(module), "ACTIONS", None)))
 
 
-def run_plan(module: str, goal: Any, context: dict[str, Any], config: dict[str, Any],
-             history: list[dict[str, Any]]) -> Any:
+def run_plan(
+    module: str, goal: Any, context: dict[str, Any], config: dict[str, Any], history: list[dict[str, Any]]
+) -> Any:
     """``module.plan(goal, context, config, history)``."""
     return _callback(_load(module), "plan")(goal, context, config, history)
 
 
-def run_replan(module: str, goal: Any, context: dict[str, Any], config: dict[str, Any],
-               history: list[dict[str, Any]], failure: dict[str, Any]) -> Any:
+def run_replan(
+    module: str,
+    goal: Any,
+    context: dict[str, Any],
+    config: dict[str, Any],
+    history: list[dict[str, Any]],
+    failure: dict[str, Any],
+) -> Any:
     """``module.replan(goal, context, config, history, failure)``, or ``module.plan(...)`` when it has none."""
     loaded = _load(module)
     if callable(getattr(loaded, "replan", None)):
@@ -66,7 +77,8 @@ def run_replan(module: str, goal: Any, context: dict[str, Any], config: dict[str
     return _callback(loaded, "plan")(goal, context, config, history)
 
 
-def run_execute(module: str, step: dict[str, Any], state: dict[str, Any], context: dict[str, Any],
-                config: dict[str, Any]) -> Any:
+def run_execute(
+    module: str, step: dict[str, Any], state: dict[str, Any], context: dict[str, Any], config: dict[str, Any]
+) -> Any:
     """``module.execute(step, state, context, config)``."""
     return _callback(_load(module), "execute")(step, state, context, config)

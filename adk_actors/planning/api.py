@@ -81,11 +81,19 @@ def outcome_value(outcome: runs.Outcome) -> dict[str, Any]:
     return {"status": "failed", "reason": reason, **unknown}
 
 
-def start_planning(planner: Any, executor: Any, goal: Any, context: Any = None, *,
-                   max_steps: int = DEFAULT_MAX_STEPS, max_replans: int = DEFAULT_MAX_REPLANS,
-                   timeout_ms: int = DEFAULT_TIMEOUT_MS, deadline: float | None = None,
-                   retention_ms: int = DEFAULT_RETENTION_MS,
-                   system: ActorSystemHandle | None = None) -> PlanningRef:
+def start_planning(
+    planner: Any,
+    executor: Any,
+    goal: Any,
+    context: Any = None,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    max_replans: int = DEFAULT_MAX_REPLANS,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    deadline: float | None = None,
+    retention_ms: int = DEFAULT_RETENTION_MS,
+    system: ActorSystemHandle | None = None,
+) -> PlanningRef:
     """Start a planning run as a stable run and return at once.
 
     Args:
@@ -110,17 +118,33 @@ def start_planning(planner: Any, executor: Any, goal: Any, context: Any = None, 
         RunError: ``invalid_run_options`` for a bad ``retention_ms``.
         SystemNotRunning: no actor system.
     """
-    spec = planning_spec(planner, executor, goal, context, max_steps=max_steps, max_replans=max_replans,
-                         timeout_ms=timeout_ms, deadline=deadline)
+    spec = planning_spec(
+        planner,
+        executor,
+        goal,
+        context,
+        max_steps=max_steps,
+        max_replans=max_replans,
+        timeout_ms=timeout_ms,
+        deadline=deadline,
+    )
     run_id = runs.start(PlanningBody(spec), retention_ms=retention_ms, system=_system(system))
     return PlanningRef(run_id, spec.deadline)
 
 
-def run_planning(planner: Any, executor: Any, goal: Any, context: Any = None, *,
-                 max_steps: int = DEFAULT_MAX_STEPS, max_replans: int = DEFAULT_MAX_REPLANS,
-                 timeout_ms: int = DEFAULT_TIMEOUT_MS, deadline: float | None = None,
-                 retention_ms: int = DEFAULT_RETENTION_MS,
-                 system: ActorSystemHandle | None = None) -> dict[str, Any]:
+def run_planning(
+    planner: Any,
+    executor: Any,
+    goal: Any,
+    context: Any = None,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    max_replans: int = DEFAULT_MAX_REPLANS,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    deadline: float | None = None,
+    retention_ms: int = DEFAULT_RETENTION_MS,
+    system: ActorSystemHandle | None = None,
+) -> dict[str, Any]:
     """Start a planning run (see :func:`start_planning`) and wait for its outcome value.
 
     Returns:
@@ -132,13 +156,24 @@ def run_planning(planner: Any, executor: Any, goal: Any, context: Any = None, *,
         SystemNotRunning: no actor system.
     """
     handle = _system(system)
-    ref = start_planning(planner, executor, goal, context, max_steps=max_steps, max_replans=max_replans,
-                         timeout_ms=timeout_ms, deadline=deadline, retention_ms=retention_ms, system=handle)
+    ref = start_planning(
+        planner,
+        executor,
+        goal,
+        context,
+        max_steps=max_steps,
+        max_replans=max_replans,
+        timeout_ms=timeout_ms,
+        deadline=deadline,
+        retention_ms=retention_ms,
+        system=handle,
+    )
     return await_planning(ref, system=handle)
 
 
-def cancel_planning(ref: PlanningRef | str, reason: str = "cancelled", *,
-                    system: ActorSystemHandle | None = None) -> dict[str, Any]:
+def cancel_planning(
+    ref: PlanningRef | str, reason: str = "cancelled", *, system: ActorSystemHandle | None = None
+) -> dict[str, Any]:
     """Cancel a run: the active callback's worker is killed and no further callback starts. Idempotent.
 
     Returns:
@@ -154,8 +189,9 @@ def cancel_planning(ref: PlanningRef | str, reason: str = "cancelled", *,
     return outcome_value(runs.cancel(target.run_id, reason, system=_system(system)))
 
 
-def await_planning(ref: PlanningRef | str, timeout: float | None = None, *,
-                   system: ActorSystemHandle | None = None) -> dict[str, Any]:
+def await_planning(
+    ref: PlanningRef | str, timeout: float | None = None, *, system: ActorSystemHandle | None = None
+) -> dict[str, Any]:
     """Wait for a run's outcome value (it may be awaited any number of times, from any client, within retention).
 
     Args:

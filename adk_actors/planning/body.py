@@ -81,8 +81,12 @@ class PlanningBody:
         self._step = args[1] if fn == EXECUTE_FN else None
         job = RunJob(fn=CallableRef.by_name(fn), args=args, deadline=self.spec.deadline, job_class=JOB_CLASS)
         # The pool answers job_timeout at the deadline; the grace lets that answer win over a bare AskTimeout.
-        self._job = run.call("workers", job, self.spec.deadline + JOB_REPLY_GRACE_S,
-                             lambda value, error: self._answered(run, value, error))
+        self._job = run.call(
+            "workers",
+            job,
+            self.spec.deadline + JOB_REPLY_GRACE_S,
+            lambda value, error: self._answered(run, value, error),
+        )
 
     def _answered(self, run: RunContext, value: Any, error: AdkError | None) -> None:
         if run.done or self._cancel is not None:
@@ -97,6 +101,14 @@ class PlanningBody:
     def _progress(run: RunContext, loop: PlanningLoop, step: Any, before: int) -> None:
         if not isinstance(step, dict) or loop.steps_executed == before or not loop.history:
             return
-        run.emit({"type": "planning_step", "step": step.get("id"), "action": step.get("action"),
-                  "status": loop.history[-1].get("status"), "steps_executed": loop.steps_executed,
-                  "replans": loop.replans, "plan_version": loop.history[-1].get("plan_version")})
+        run.emit(
+            {
+                "type": "planning_step",
+                "step": step.get("id"),
+                "action": step.get("action"),
+                "status": loop.history[-1].get("status"),
+                "steps_executed": loop.steps_executed,
+                "replans": loop.replans,
+                "plan_version": loop.history[-1].get("plan_version"),
+            }
+        )

@@ -30,8 +30,9 @@ def plan(goal: Any, context: dict[str, Any], config: dict[str, Any], history: li
     return {"version": 1, "steps": [{"id": "prepare-1", "action": "prepare", "args": {"goal": goal}}]}
 
 
-def execute(step: dict[str, Any], state: dict[str, Any], context: dict[str, Any],
-            config: dict[str, Any]) -> dict[str, Any]:
+def execute(
+    step: dict[str, Any], state: dict[str, Any], context: dict[str, Any], config: dict[str, Any]
+) -> dict[str, Any]:
     """``prepare``: echo the goal with the invocation id from the context."""
     delay_ms = config.get("delay_ms", 0)
     if isinstance(delay_ms, int | float) and delay_ms > 0:

@@ -84,8 +84,9 @@ class _Stop(Exception):
 class PlanningLoop:
     """One planning run. :meth:`run` returns its outcome value and never raises for run failures."""
 
-    def __init__(self, spec: PlanningSpec, call: CallFn | None, cancelled: CancelFn,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, spec: PlanningSpec, call: CallFn | None, cancelled: CancelFn, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.spec = spec
         self._call = call
         self._cancelled = cancelled
@@ -101,8 +102,13 @@ class PlanningLoop:
     # ---- outcome values -------------------------------------------------------------------------------------------
     def outcome(self, status: str, **extra: Any) -> dict[str, Any]:
         """An outcome value with the run's counters so far (also how a cancel from outside is reported)."""
-        return {"status": status, "steps_executed": self.steps_executed, "replans": self.replans,
-                "plan_version": self.plan_version, **extra}
+        return {
+            "status": status,
+            "steps_executed": self.steps_executed,
+            "replans": self.replans,
+            "plan_version": self.plan_version,
+            **extra,
+        }
 
     def _fail(self, reason: str, **extra: Any) -> _Stop:
         return _Stop(self.outcome("failed", reason=reason, **extra))
@@ -131,8 +137,9 @@ class PlanningLoop:
         try:
             actions = yield from self._invoke(EXECUTOR_ACTIONS_FN, (self.spec.executor.module,), "executor_failed")
             planner = self.spec.planner
-            raw = yield from self._invoke(PLAN_FN, (planner.module, self.spec.goal, self.spec.context,
-                                                    planner.config, []), "planner_failed")
+            raw = yield from self._invoke(
+                PLAN_FN, (planner.module, self.spec.goal, self.spec.context, planner.config, []), "planner_failed"
+            )
             plan = self._accept(raw, actions)
             while True:
                 failure = yield from self._execute(plan)
@@ -141,9 +148,11 @@ class PlanningLoop:
                 if self.replans >= self.spec.max_replans:
                     raise self._fail("step_failed", step=failure["step"], detail=failure["reason"])
                 self.replans += 1
-                raw = yield from self._invoke(REPLAN_FN, (planner.module, self.spec.goal, self.spec.context,
-                                                          planner.config, self._history(), failure),
-                                              "planner_failed")
+                raw = yield from self._invoke(
+                    REPLAN_FN,
+                    (planner.module, self.spec.goal, self.spec.context, planner.config, self._history(), failure),
+                    "planner_failed",
+                )
                 plan = self._accept(raw, actions)
         except _Stop as stop:
             return stop.outcome
@@ -170,12 +179,17 @@ class PlanningLoop:
         for step in steps:
             state = {"results": self.results, "last": self.last, "plan_version": self.plan_version}
             try:
-                result = yield from self._invoke(EXECUTE_FN, (executor.module, step, state, self.spec.context,
-                                                              executor.config), None)
+                result = yield from self._invoke(
+                    EXECUTE_FN, (executor.module, step, state, self.spec.context, executor.config), None
+                )
             except AdkError as err:
                 self.steps_executed += 1
-                failure = {"step": step["id"], "action": step["action"], "reason": _tag(err, "step_failed"),
-                           "plan_version": self.plan_version}
+                failure = {
+                    "step": step["id"],
+                    "action": step["action"],
+                    "reason": _tag(err, "step_failed"),
+                    "plan_version": self.plan_version,
+                }
                 self._record({**failure, "status": "failed"})
                 return failure
             self.steps_executed += 1
@@ -184,8 +198,9 @@ class PlanningLoop:
 
     def _keep(self, step: dict[str, Any], result: Any) -> None:
         try:
-            value, size = copy_json(prune_secrets(result), field="result", max_bytes=MAX_RESULT_BYTES,
-                                    limit_name="max_result_bytes")
+            value, size = copy_json(
+                prune_secrets(result), field="result", max_bytes=MAX_RESULT_BYTES, limit_name="max_result_bytes"
+            )
         except ValidationError:
             raise self._fail("result_too_large", step=step["id"]) from None
         self._state_bytes += size
@@ -193,8 +208,15 @@ class PlanningLoop:
             raise self._fail("state_too_large", step=step["id"])
         self.results[step["id"]] = value
         self.last = value
-        self._record({"step": step["id"], "action": step["action"], "status": "ok", "result": value,
-                      "plan_version": self.plan_version})
+        self._record(
+            {
+                "step": step["id"],
+                "action": step["action"],
+                "status": "ok",
+                "result": value,
+                "plan_version": self.plan_version,
+            }
+        )
 
     def _record(self, entry: dict[str, Any]) -> None:
         self.history.append(entry)

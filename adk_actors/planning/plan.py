@@ -50,8 +50,9 @@ _STEP_KEYS = frozenset({"id", "action", "args"})
 
 
 def _invalid(rule: str, **details: Any) -> ValidationError:
-    return ValidationError("the plan does not match the canonical schema", reason="invalid_plan",
-                           details={"rule": rule, **details})
+    return ValidationError(
+        "the plan does not match the canonical schema", reason="invalid_plan", details={"rule": rule, **details}
+    )
 
 
 def check_actions(actions: Any) -> frozenset[str]:
@@ -61,12 +62,16 @@ def check_actions(actions: Any) -> frozenset[str]:
         ValidationError: reason ``invalid_actions`` (details ``rule``).
     """
     if not isinstance(actions, list | tuple) or not 1 <= len(actions) <= MAX_ACTIONS:
-        raise ValidationError("ACTIONS is a non-empty tuple of action words", reason="invalid_actions",
-                              details={"rule": "shape", "max": MAX_ACTIONS})
+        raise ValidationError(
+            "ACTIONS is a non-empty tuple of action words",
+            reason="invalid_actions",
+            details={"rule": "shape", "max": MAX_ACTIONS},
+        )
     for action in actions:
         if not isinstance(action, str) or not ACTION_RE.fullmatch(action):
-            raise ValidationError("an action is a word [A-Za-z_][A-Za-z0-9_]{0,63}", reason="invalid_actions",
-                                  details={"rule": "action"})
+            raise ValidationError(
+                "an action is a word [A-Za-z_][A-Za-z0-9_]{0,63}", reason="invalid_actions", details={"rule": "action"}
+            )
     return frozenset(actions)
 
 
@@ -84,8 +89,11 @@ def validate_plan(raw: Any, actions: Iterable[str], *, max_bytes: int = MAX_PLAN
         plan, _size = copy_json(raw, field="plan", max_bytes=max_bytes, limit_name="max_plan_bytes")
     except ValidationError as exc:
         if exc.reason == "limit_exceeded" and exc.details.get("limit") == "max_plan_bytes":
-            raise ValidationError("the plan is too large", reason="plan_too_large",
-                                  details={"max": max_bytes, "size": exc.details.get("size")}) from None
+            raise ValidationError(
+                "the plan is too large",
+                reason="plan_too_large",
+                details={"max": max_bytes, "size": exc.details.get("size")},
+            ) from None
         raise _invalid("not_json") from None
     if not isinstance(plan, dict):
         raise _invalid("not_object")
@@ -115,8 +123,11 @@ def validate_plan(raw: Any, actions: Iterable[str], *, max_bytes: int = MAX_PLAN
         if not isinstance(action, str):
             raise _invalid("action", step=index)
         if action not in vocabulary:
-            raise ValidationError("the plan selects an action the executor does not declare",
-                                  reason="unknown_action", details={"step": index})
+            raise ValidationError(
+                "the plan selects an action the executor does not declare",
+                reason="unknown_action",
+                details={"step": index},
+            )
         args = step.setdefault("args", {})
         if not isinstance(args, dict):
             raise _invalid("args", step=index)

@@ -74,8 +74,9 @@ def _json(value: Any, key: str) -> Any:
     try:
         return copy_json(value, field=key, max_bytes=MAX_INPUT_BYTES, limit_name="max_input_bytes")[0]
     except ValidationError as exc:
-        raise ConfigError(f"{key} is not bounded JSON", reason="invalid_value",
-                          details={"key": key, "rule": exc.reason}) from None
+        raise ConfigError(
+            f"{key} is not bounded JSON", reason="invalid_value", details={"key": key, "rule": exc.reason}
+        ) from None
 
 
 def adapter_ref(value: Any, role: str) -> AdapterRef:
@@ -93,15 +94,16 @@ def adapter_ref(value: Any, role: str) -> AdapterRef:
         raise ConfigError(f"unknown {role} key", reason="unknown_key", details={"key": f"{role}.{unknown[0]}"})
     module = value.get("module")
     if not isinstance(module, str) or not MODULE_RE.fullmatch(module):
-        raise ConfigError(f"{role}.module is an importable module name", reason="invalid_value",
-                          details={"key": f"{role}.module"})
+        raise ConfigError(
+            f"{role}.module is an importable module name", reason="invalid_value", details={"key": f"{role}.module"}
+        )
     if value.get("target") is not None:
-        raise ConfigError(f"{role}.target is reserved and must be None", reason="invalid_value",
-                          details={"key": f"{role}.target"})
+        raise ConfigError(
+            f"{role}.target is reserved and must be None", reason="invalid_value", details={"key": f"{role}.target"}
+        )
     config = _json(value.get("config") or {}, f"{role}.config")
     if not isinstance(config, dict):
-        raise ConfigError(f"{role}.config is a JSON object", reason="invalid_value",
-                          details={"key": f"{role}.config"})
+        raise ConfigError(f"{role}.config is a JSON object", reason="invalid_value", details={"key": f"{role}.config"})
     return AdapterRef(module=module, config=config)
 
 
@@ -111,8 +113,18 @@ def _bounded_int(value: Any, key: str, low: int, high: int) -> int:
     return value
 
 
-def planning_spec(planner: Any, executor: Any, goal: Any, context: Any, *, max_steps: int, max_replans: int,
-                  timeout_ms: int, deadline: float | None = None, now: float | None = None) -> PlanningSpec:
+def planning_spec(
+    planner: Any,
+    executor: Any,
+    goal: Any,
+    context: Any,
+    *,
+    max_steps: int,
+    max_replans: int,
+    timeout_ms: int,
+    deadline: float | None = None,
+    now: float | None = None,
+) -> PlanningSpec:
     """Validate the inputs of a run; the deadline is ``now + timeout_ms`` or ``deadline``, whichever is earlier.
 
     Raises:
@@ -122,14 +134,19 @@ def planning_spec(planner: Any, executor: Any, goal: Any, context: Any, *, max_s
     limit = now + _bounded_int(timeout_ms, "timeout_ms", 1, MAX_TIMEOUT_MS) / 1000.0
     if deadline is not None:
         if isinstance(deadline, bool) or not isinstance(deadline, int | float):
-            raise ConfigError("deadline is absolute monotonic seconds", reason="invalid_value",
-                              details={"key": "deadline"})
+            raise ConfigError(
+                "deadline is absolute monotonic seconds", reason="invalid_value", details={"key": "deadline"}
+            )
         limit = min(limit, float(deadline))
     context_copy = _json(context if context is not None else {}, "context")
     if not isinstance(context_copy, dict):
         raise ConfigError("context is a JSON object", reason="invalid_value", details={"key": "context"})
-    return PlanningSpec(planner=adapter_ref(planner, "planner"), executor=adapter_ref(executor, "executor"),
-                        goal=_json(goal, "goal"), context=context_copy,
-                        max_steps=_bounded_int(max_steps, "max_steps", 1, MAX_MAX_STEPS),
-                        max_replans=_bounded_int(max_replans, "max_replans", 0, MAX_MAX_REPLANS),
-                        deadline=limit)
+    return PlanningSpec(
+        planner=adapter_ref(planner, "planner"),
+        executor=adapter_ref(executor, "executor"),
+        goal=_json(goal, "goal"),
+        context=context_copy,
+        max_steps=_bounded_int(max_steps, "max_steps", 1, MAX_MAX_STEPS),
+        max_replans=_bounded_int(max_replans, "max_replans", 0, MAX_MAX_REPLANS),
+        deadline=limit,
+    )

@@ -46,16 +46,21 @@ def _selector(value: Any, where: str) -> _Selector:
         raise ConfigError(f"runtime_policy {where} must be a mapping", reason="invalid_value", details={"key": where})
     unknown = set(value) - _SELECTOR_KEYS
     if unknown:
-        raise ConfigError("unknown runtime_policy selector key", reason="unknown_key",
-                          details={"key": f"{where}.{sorted(map(str, unknown))[0]}"})
+        raise ConfigError(
+            "unknown runtime_policy selector key",
+            reason="unknown_key",
+            details={"key": f"{where}.{sorted(map(str, unknown))[0]}"},
+        )
     allow = value.get("allow", ())
     deny = value.get("deny", ())
     allow_all = allow == "all"
     for name, names in (("allow", () if allow_all else allow), ("deny", deny)):
         if not isinstance(names, list | tuple | frozenset | set) or not all(isinstance(n, str) and n for n in names):
-            raise ConfigError(f"runtime_policy {where}.{name} must be a list of names" +
-                              (' or "all"' if name == "allow" else ""), reason="invalid_value",
-                              details={"key": f"{where}.{name}"})
+            raise ConfigError(
+                f"runtime_policy {where}.{name} must be a list of names" + (' or "all"' if name == "allow" else ""),
+                reason="invalid_value",
+                details={"key": f"{where}.{name}"},
+            )
     return _Selector(allow_all, frozenset(() if allow_all else allow), frozenset(deny))
 
 
@@ -91,9 +96,14 @@ class Decision:
 
     def record(self, **ids: str) -> dict[str, Any]:
         """The immutable audit record of this decision (ids such as invocation_id, run_id are added)."""
-        record: dict[str, Any] = {"policy_id": self.policy_id, "policy_fingerprint": self.fingerprint,
-                                  "operation": self.operation, "subject": self.subject,
-                                  "outcome": "allowed" if self.allowed else "denied", "reason": self.reason}
+        record: dict[str, Any] = {
+            "policy_id": self.policy_id,
+            "policy_fingerprint": self.fingerprint,
+            "operation": self.operation,
+            "subject": self.subject,
+            "outcome": "allowed" if self.allowed else "denied",
+            "reason": self.reason,
+        }
         if self.limit:
             record.update(bytes=self.size, limit_bytes=self.limit)
         record.update({k: str(v) for k, v in ids.items()})
@@ -119,32 +129,36 @@ class RuntimePolicy:
             ConfigError: ``unknown_key`` or ``invalid_value`` naming the key.
         """
         if not isinstance(config, Mapping):
-            raise ConfigError("runtime_policy must be a mapping", reason="invalid_value",
-                              details={"key": "runtime_policy"})
+            raise ConfigError(
+                "runtime_policy must be a mapping", reason="invalid_value", details={"key": "runtime_policy"}
+            )
         unknown = set(config) - _KEYS
         if unknown:
-            raise ConfigError("unknown runtime_policy key", reason="unknown_key",
-                              details={"key": sorted(map(str, unknown))[0]})
+            raise ConfigError(
+                "unknown runtime_policy key", reason="unknown_key", details={"key": sorted(map(str, unknown))[0]}
+            )
         limits = {}
-        for key, default in (("max_argument_bytes", DEFAULT_MAX_ARGUMENT_BYTES),
-                             ("max_content_bytes", DEFAULT_MAX_CONTENT_BYTES)):
+        for key, default in (
+            ("max_argument_bytes", DEFAULT_MAX_ARGUMENT_BYTES),
+            ("max_content_bytes", DEFAULT_MAX_CONTENT_BYTES),
+        ):
             value = config.get(key, default)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"runtime_policy {key} must be a positive integer", reason="invalid_value",
-                                  details={"key": key})
+                raise ConfigError(
+                    f"runtime_policy {key} must be a positive integer", reason="invalid_value", details={"key": key}
+                )
             limits[key] = value
         policy_id = config.get("id", "runtime-policy")
         if not isinstance(policy_id, str) or not policy_id or len(policy_id) > 128:
-            raise ConfigError("runtime_policy id must be a short string", reason="invalid_value",
-                              details={"key": "id"})
+            raise ConfigError("runtime_policy id must be a short string", reason="invalid_value", details={"key": "id"})
         agents, tools = _selector(config.get("agents"), "agents"), _selector(config.get("tools"), "tools")
-        canonical = canonical_dumps({"id": policy_id, **limits,
-                                     "agents": _canon(agents), "tools": _canon(tools)})
+        canonical = canonical_dumps({"id": policy_id, **limits, "agents": _canon(agents), "tools": _canon(tools)})
         fingerprint = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
         return cls(policy_id, agents, tools, limits["max_argument_bytes"], limits["max_content_bytes"], fingerprint)
 
-    def _decision(self, allowed: bool, operation: str, subject: str, reason: str, size: int = 0,
-                  limit: int = 0) -> Decision:
+    def _decision(
+        self, allowed: bool, operation: str, subject: str, reason: str, size: int = 0, limit: int = 0
+    ) -> Decision:
         return Decision(allowed, operation, subject, reason, self.policy_id, self.fingerprint, size, limit)
 
     def check_agent(self, name: str) -> Decision:
@@ -162,8 +176,9 @@ class RuntimePolicy:
         except ValidationError:
             return self._decision(False, "arguments", tool, "invalid_arguments")
         ok = size <= self.max_argument_bytes
-        return self._decision(ok, "arguments", tool, "allowed" if ok else "argument_budget_exceeded", size,
-                              self.max_argument_bytes)
+        return self._decision(
+            ok, "arguments", tool, "allowed" if ok else "argument_budget_exceeded", size, self.max_argument_bytes
+        )
 
     def check_content(self, operation: str, subject: str, value: Any) -> Decision:
         """Input, tool-result or output content: UTF-8 bytes for text, canonical JSON for structures."""
@@ -172,8 +187,9 @@ class RuntimePolicy:
         except ValidationError:
             return self._decision(False, operation, subject, "invalid_content")
         ok = size <= self.max_content_bytes
-        return self._decision(ok, operation, subject, "allowed" if ok else "content_budget_exceeded", size,
-                              self.max_content_bytes)
+        return self._decision(
+            ok, operation, subject, "allowed" if ok else "content_budget_exceeded", size, self.max_content_bytes
+        )
 
 
 def _canon(selector: _Selector) -> dict[str, Any]:

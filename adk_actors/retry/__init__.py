@@ -24,8 +24,9 @@ from adk_actors.runtime.system import ActorSystemHandle, current_system
 
 __all__ = ["RetryPolicy", "backoff_delays", "check_deadline", "execute"]
 
-_KEYS = frozenset({"max_attempts", "initial_delay", "max_delay", "backoff_factor", "jitter", "attempt_timeout",
-                   "timeout"})
+_KEYS = frozenset(
+    {"max_attempts", "initial_delay", "max_delay", "backoff_factor", "jitter", "attempt_timeout", "timeout"}
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,13 +52,17 @@ class RetryPolicy:
                 raise bad(key, "must be a positive integer")
         if self.max_attempts > 1000:
             raise bad("max_attempts", "must be at most 1000")
-        if isinstance(self.backoff_factor, bool) or not isinstance(self.backoff_factor, int | float) \
-                or not 1.0 <= float(self.backoff_factor) <= 100.0:
+        if (
+            isinstance(self.backoff_factor, bool)
+            or not isinstance(self.backoff_factor, int | float)
+            or not 1.0 <= float(self.backoff_factor) <= 100.0
+        ):
             raise bad("backoff_factor", "must be a number from 1 to 100")
         if self.jitter not in ("none", "full"):
             raise bad("jitter", "must be 'none' or 'full'")
-        if self.timeout is not None and (isinstance(self.timeout, bool) or not isinstance(self.timeout, int)
-                                         or self.timeout < 1):
+        if self.timeout is not None and (
+            isinstance(self.timeout, bool) or not isinstance(self.timeout, int) or self.timeout < 1
+        ):
             raise bad("timeout", "must be a positive integer or None")
 
     @classmethod
@@ -71,8 +76,9 @@ class RetryPolicy:
             raise ConfigError("a retry policy must be a mapping", reason="invalid_value", details={"key": "policy"})
         unknown = set(config) - _KEYS
         if unknown:
-            raise ConfigError("unknown retry policy key", reason="unknown_key",
-                              details={"key": sorted(map(str, unknown))[0]})
+            raise ConfigError(
+                "unknown retry policy key", reason="unknown_key", details={"key": sorted(map(str, unknown))[0]}
+            )
         return cls(**dict(config))
 
 
@@ -93,14 +99,20 @@ def check_deadline(deadline: Any) -> float | None:
     if deadline is None:
         return None
     if isinstance(deadline, bool) or not isinstance(deadline, int | float) or not math.isfinite(deadline):
-        raise ConfigError("deadline is absolute time.monotonic() seconds", reason="invalid_value",
-                          details={"key": "deadline"})
+        raise ConfigError(
+            "deadline is absolute time.monotonic() seconds", reason="invalid_value", details={"key": "deadline"}
+        )
     return float(deadline)
 
 
-def execute(fn: Callable[..., Any] | CallableRef | str, policy: RetryPolicy | Mapping[str, Any] | None = None,
-            *args: Any, deadline: float | None = None, system: ActorSystemHandle | None = None,
-            rng: random.Random | None = None) -> Any:
+def execute(
+    fn: Callable[..., Any] | CallableRef | str,
+    policy: RetryPolicy | Mapping[str, Any] | None = None,
+    *args: Any,
+    deadline: float | None = None,
+    system: ActorSystemHandle | None = None,
+    rng: random.Random | None = None,
+) -> Any:
     """Run ``fn(*args)`` until an attempt succeeds; return its (JSON-safe) value.
 
     Args:
@@ -156,6 +168,12 @@ def execute(fn: Callable[..., Any] | CallableRef | str, policy: RetryPolicy | Ma
             reason = "retry_deadline"
             break
         time.sleep(wait)  # the backoff itself, in the caller's own process
-    raise RetryExhausted("every attempt failed" if reason == "retry_exhausted" else "the retry deadline passed",
-                         reason=reason, details={"attempts": attempt, "callable": ref.label,
-                                                 "last_error": last.to_dict() if last is not None else None})
+    raise RetryExhausted(
+        "every attempt failed" if reason == "retry_exhausted" else "the retry deadline passed",
+        reason=reason,
+        details={
+            "attempts": attempt,
+            "callable": ref.label,
+            "last_error": last.to_dict() if last is not None else None,
+        },
+    )

@@ -63,8 +63,15 @@ class Runner:
         AdkError: as ``spawn_agent`` for an ``Agent`` value that had to be spawned.
     """
 
-    def __init__(self, agent: AgentLike, app_name: str, session_service: Any, *,
-                 system: ActorSystemHandle | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        agent: AgentLike,
+        app_name: str,
+        session_service: Any,
+        *,
+        system: ActorSystemHandle | None = None,
+        **options: Any,
+    ) -> None:
         self.app_name = validate_name(app_name, "app_name")
         if isinstance(agent, Agent):
             self.agent_name = agent.name
@@ -77,8 +84,13 @@ class Runner:
             ensure_agent(agent, system=system)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"app_name": self.app_name, "agent_name": self.agent_name, "session_service": self.session_service,
-                "options": self.options, "_system": None}
+        return {
+            "app_name": self.app_name,
+            "agent_name": self.agent_name,
+            "session_service": self.session_service,
+            "options": self.options,
+            "_system": None,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -100,12 +112,28 @@ class Runner:
             limit = 3_600_000 if node == "infinity" else int(node)
         return limit / 1000.0 + _SLACK_S
 
-    def turn(self, user_id: str, session_id: str, *, input: Any = None, resume: ResumeSpec | None = None,
-             sink: Any = None, run_id: str = "") -> RunnerTurn:
+    def turn(
+        self,
+        user_id: str,
+        session_id: str,
+        *,
+        input: Any = None,
+        resume: ResumeSpec | None = None,
+        sink: Any = None,
+        run_id: str = "",
+    ) -> RunnerTurn:
         """The agent message of one invocation (used by :meth:`run` and by stable runs)."""
-        return RunnerTurn(app_name=self.app_name, user_id=validate_name(user_id, "user_id"),
-                          session_id=validate_name(session_id, "session_id"), session_service=self.session_service,
-                          options=self.options, input=input, resume=resume, sink=sink, run_id=run_id)
+        return RunnerTurn(
+            app_name=self.app_name,
+            user_id=validate_name(user_id, "user_id"),
+            session_id=validate_name(session_id, "session_id"),
+            session_service=self.session_service,
+            options=self.options,
+            input=input,
+            resume=resume,
+            sink=sink,
+            run_id=run_id,
+        )
 
     def _ask(self, request: RunnerTurn, timeout: float | None) -> Any:
         handle = self._handle()
@@ -126,8 +154,15 @@ class Runner:
         check_timeout(timeout)
         return self._ask(self.turn(user_id, session_id, input=_input(input)), timeout)
 
-    def resume(self, user_id: str, session_id: str, continuation_or_invocation_id: str | None, response: Any, *,
-               timeout: float | None = None) -> Any:
+    def resume(
+        self,
+        user_id: str,
+        session_id: str,
+        continuation_or_invocation_id: str | None,
+        response: Any,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
         """Resume a paused invocation (by continuation id or invocation id; ``None`` when the session has exactly
         one pause) with ``response``; returns like :meth:`run`.
 
@@ -150,12 +185,14 @@ class Runner:
         """
         check_timeout(timeout)
         handle = self._handle()
-        run_id = runs_api.start(self, user_id, session_id, _input(input), max_buffered_events=_STREAM_BUFFER,
-                                system=handle)
+        run_id = runs_api.start(
+            self, user_id, session_id, _input(input), max_buffered_events=_STREAM_BUFFER, system=handle
+        )
         yield from events_of(run_id, handle, self._timeout(handle, timeout))
 
-    def update_long_running(self, user_id: str, session_id: str, invocation_id: str, operation_id: str,
-                            update: Mapping[str, Any]) -> Event:
+    def update_long_running(
+        self, user_id: str, session_id: str, invocation_id: str, operation_id: str, update: Mapping[str, Any]
+    ) -> Event:
         """Record a non-terminal progress update of a paused long-running call (a partial function-response
         event), atomically ordered against the terminal resume.
 
@@ -175,16 +212,29 @@ class Runner:
         except ValidationError as exc:  # still the documented rule (no paused operation has such an id)
             raise _bad_update("operation_id", exc.reason) from None
         session = self.session_service.get_session(ref)
-        found = select_pause([p for p in open_pauses(session.events, session.state)
-                              if p.event.actions.pause is not None
-                              and p.event.actions.pause.reason == "long_running"], invocation_id)
+        found = select_pause(
+            [
+                p
+                for p in open_pauses(session.events, session.state)
+                if p.event.actions.pause is not None and p.event.actions.pause.reason == "long_running"
+            ],
+            invocation_id,
+        )
         pause = found.event.actions.pause
         assert pause is not None
         response = _progress_update(pause.details.get("operation_id"), operation_id, update)
-        part = {"type": "function_response", "name": pause.details["function_name"],
-                "id": pause.details.get("call_id") or None, "response": response}
-        event = Event.new(invocation_id=found.invocation_id, author=found.event.author,
-                          content={"schema_version": 1, "parts": [part]}, partial=True)
+        part = {
+            "type": "function_response",
+            "name": pause.details["function_name"],
+            "id": pause.details.get("call_id") or None,
+            "response": response,
+        }
+        event = Event.new(
+            invocation_id=found.invocation_id,
+            author=found.event.author,
+            content={"schema_version": 1, "parts": [part]},
+            partial=True,
+        )
         try:
             self.session_service.add_event_if_state(ref, event, {pause_key(found.continuation_id): "open"})
         except ConcurrencyConflict:
@@ -194,19 +244,28 @@ class Runner:
     def run_body(self, user_id: Any, session_id: Any, input: Any) -> RunnerBody:
         """The stable-run body of one invocation (what ``runs.start(runner, user_id, session_id, input)`` runs)."""
         if not isinstance(user_id, str) or not isinstance(session_id, str):
-            raise RunError("a Runner run needs user_id and session_id", reason="invalid_run_options",
-                           details={"key": "user_id"})
+            raise RunError(
+                "a Runner run needs user_id and session_id", reason="invalid_run_options", details={"key": "user_id"}
+            )
         self.turn(user_id, session_id)  # validates the names now, in the caller
-        return RunnerBody(runner=self, user_id=user_id, session_id=session_id, input=_input(input),
-                          hosts=self._handle().settings.hosts)
+        return RunnerBody(
+            runner=self,
+            user_id=user_id,
+            session_id=session_id,
+            input=_input(input),
+            hosts=self._handle().settings.hosts,
+        )
 
 
 def events_of(run_id: str, handle: ActorSystemHandle, idle_timeout: float) -> Iterator[Event]:
     """The events of a Runner run until its terminal outcome (raised as ``RunError`` unless completed/paused)."""
     for item in runs_api.subscribe(run_id, idle_timeout=idle_timeout, system=handle):
         if isinstance(item.item, ReplayGap):
-            raise RunError("stream events were dropped", reason="replay_gap",
-                           details={"from_seq": item.item.from_seq, "resumes_at": item.item.resumes_at})
+            raise RunError(
+                "stream events were dropped",
+                reason="replay_gap",
+                details={"from_seq": item.item.from_seq, "resumes_at": item.item.resumes_at},
+            )
         if not item.terminal:
             yield item.item
             continue
@@ -246,23 +305,33 @@ class RunnerBody:
         return agent_ref(self.runner.agent_name, self.hosts)
 
     def start(self, run: RunContext) -> None:
-        request = self.runner.turn(self.user_id, self.session_id, input=self.input, resume=self.resume,
-                                   sink=run.ref, run_id=run.run_id)
+        request = self.runner.turn(
+            self.user_id, self.session_id, input=self.input, resume=self.resume, sink=run.ref, run_id=run.run_id
+        )
         self.turn_id = request.turn_id
         # If this run's host dies, the index stops the invocation (and so frees its admission permit).
-        run.send_to(INDEX_NAME, OnHostLost(run_id=run.run_id, target=self.runner.agent_name,
-                                           message=CancelTurn(turn_id=self.turn_id, reason="host_lost")))
+        run.send_to(
+            INDEX_NAME,
+            OnHostLost(
+                run_id=run.run_id,
+                target=self.runner.agent_name,
+                message=CancelTurn(turn_id=self.turn_id, reason="host_lost"),
+            ),
+        )
         limit = self.runner.options.run_timeout_ms
         seconds = 3600.0 if limit is None else limit / 1000.0
-        run.call(self._agent(), request, time.monotonic() + seconds + _SLACK_S,
-                 lambda v, e: self._answered(run, v, e))
+        run.call(self._agent(), request, time.monotonic() + seconds + _SLACK_S, lambda v, e: self._answered(run, v, e))
 
     def on_message(self, run: RunContext, message: Any) -> None:
         if getattr(message, "turn_id", None) != self.turn_id or run.done:
             return
         if isinstance(message, TurnAccepted):
-            run.send_to(INDEX_NAME, OnProcessLost(run_id=run.run_id, pid=message.pid, target=run.ref,
-                                                  message=TurnLost(turn_id=self.turn_id)))
+            run.send_to(
+                INDEX_NAME,
+                OnProcessLost(
+                    run_id=run.run_id, pid=message.pid, target=run.ref, message=TurnLost(turn_id=self.turn_id)
+                ),
+            )
             return
         if isinstance(message, TurnLost):
             run.fail("agent_lost", {"agent": self.runner.agent_name})
@@ -303,14 +372,21 @@ class RunnerBody:
         if pause is None:
             raise RunError("the paused run has no pause event", reason="not_resumable")
         response = check_resume_response(pause, response)  # an invalid response claims nothing
-        return RunnerBody(runner=self.runner, user_id=self.user_id, session_id=self.session_id,
-                          resume=ResumeSpec(key=pause.continuation_id, response=response), hosts=self.hosts)
+        return RunnerBody(
+            runner=self.runner,
+            user_id=self.user_id,
+            session_id=self.session_id,
+            resume=ResumeSpec(key=pause.continuation_id, response=response),
+            hosts=self.hosts,
+        )
 
 
 def _bad_update(rule: str, cause: str | None = None) -> ValidationError:
-    return ValidationError("a progress update names the paused operation and is not terminal",
-                           reason="invalid_resume_response",
-                           details={"rule": rule, "pause": "long_running", **({"cause": cause} if cause else {})})
+    return ValidationError(
+        "a progress update names the paused operation and is not terminal",
+        reason="invalid_resume_response",
+        details={"rule": rule, "pause": "long_running", **({"cause": cause} if cause else {})},
+    )
 
 
 def _progress_update(paused_operation: Any, operation_id: Any, update: Any) -> dict[str, Any]:

@@ -85,9 +85,16 @@ class RunActor(GenServer):
         self.args = args
         self.log = RunLog(args.options.max_buffered_events)
         host_id = self.my_ref().host_id if hasattr(self.my_ref(), "host_id") else -1
-        self.send_to(INDEX_NAME, RunStarted(run_id=args.run_id, host_id=host_id, host_pid=os.getpid(),
-                                            retention_ms=args.options.retention_ms,
-                                            parent_run_id=args.parent_run_id))
+        self.send_to(
+            INDEX_NAME,
+            RunStarted(
+                run_id=args.run_id,
+                host_id=host_id,
+                host_pid=os.getpid(),
+                retention_ms=args.options.retention_ms,
+                parent_run_id=args.parent_run_id,
+            ),
+        )
         self.start_timer(0.0, _Start())
         return None
 
@@ -141,8 +148,11 @@ class RunActor(GenServer):
             return DEFERRED
         if isinstance(request, SubscribeRun):
             subscriber = request.subscriber if request.subscriber is not None else ctx.reply_to
-            sub = (CreditSubscription(subscriber, request.after_seq) if request.credit
-                   else PushSubscription(subscriber, request.after_seq))
+            sub = (
+                CreditSubscription(subscriber, request.after_seq)
+                if request.credit
+                else PushSubscription(subscriber, request.after_seq)
+            )
             self.subs[request.subscription_id] = sub
             self.reply(ctx, {"subscription_id": request.subscription_id, "last_seq": self.log.last_seq})
             self._deliver()
@@ -173,16 +183,25 @@ class RunActor(GenServer):
     def _claim_resume(self, request: ResumeRun) -> Any:
         outcome = self.log.outcome
         if not isinstance(outcome, Paused):
-            raise RunError("only a paused run can be resumed", reason="not_paused",
-                           details={"run_id": self.args.run_id,
-                                    "state": "running" if outcome is None else type(outcome).__name__.lower()})
+            raise RunError(
+                "only a paused run can be resumed",
+                reason="not_paused",
+                details={
+                    "run_id": self.args.run_id,
+                    "state": "running" if outcome is None else type(outcome).__name__.lower(),
+                },
+            )
         if self.resumed_to:
-            raise RunError("the run was already resumed", reason="already_resumed",
-                           details={"run_id": self.args.run_id, "resumed_to": self.resumed_to})
+            raise RunError(
+                "the run was already resumed",
+                reason="already_resumed",
+                details={"run_id": self.args.run_id, "resumed_to": self.resumed_to},
+            )
         resumed = getattr(self.args.body, "resumed", None)
         if resumed is None:
-            raise RunError("this run's body cannot be resumed", reason="not_resumable",
-                           details={"run_id": self.args.run_id})
+            raise RunError(
+                "this run's body cannot be resumed", reason="not_resumable", details={"run_id": self.args.run_id}
+            )
         body = resumed(outcome.event, request.response)  # validation errors leave the run resumable
         self.resumed_to = request.new_run_id
         return body
@@ -191,18 +210,30 @@ class RunActor(GenServer):
         for sub_id, sub in list(self.subs.items()):
             deliveries: list[Delivery] = sub.pending(self.log)
             for d in deliveries:
-                self.send_to(sub.subscriber, RunMessage(run_id=self.args.run_id, subscription_id=sub_id, seq=d.seq,
-                                                        item=d.item, terminal=d.terminal))
+                self.send_to(
+                    sub.subscriber,
+                    RunMessage(
+                        run_id=self.args.run_id, subscription_id=sub_id, seq=d.seq, item=d.item, terminal=d.terminal
+                    ),
+                )
             if isinstance(sub, PushSubscription) and self.log.done and sub.after_seq >= self.log.terminal_seq:
                 self.subs.pop(sub_id, None)
 
     def _status(self) -> dict[str, Any]:
         outcome = self.log.outcome
         state = "running" if outcome is None else type(outcome).__name__.lower()
-        return {"run_id": self.args.run_id, "state": state, "last_seq": self.log.last_seq,
-                "dropped_events": self.log.dropped, "subscribers": len(self.subs), "created_at": self.created_at,
-                "finished_at": self.finished_at or None, "parent_run_id": self.args.parent_run_id or None,
-                "resumed_to": self.resumed_to or None, "outcome": outcome}
+        return {
+            "run_id": self.args.run_id,
+            "state": state,
+            "last_seq": self.log.last_seq,
+            "dropped_events": self.log.dropped,
+            "subscribers": len(self.subs),
+            "created_at": self.created_at,
+            "finished_at": self.finished_at or None,
+            "parent_run_id": self.args.parent_run_id or None,
+            "resumed_to": self.resumed_to or None,
+            "outcome": outcome,
+        }
 
     def terminate(self, reason: str) -> None:
         if not self.log.done:  # the actor itself crashed, or was stopped from outside: record exactly one outcome

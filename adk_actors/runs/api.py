@@ -67,9 +67,19 @@ def _ref(handle: ActorSystemHandle, run_id: str) -> LocalRef:
     return LocalRef(place(run_id, handle.settings.hosts), run_id)
 
 
-def start(body: Any, user_id: str | None = None, session_id: str | None = None, input: Any = None, *,
-          run_id: str | None = None, retention_ms: int = 60000, max_buffered_events: int = 256,
-          parent_run_id: str = "", system: ActorSystemHandle | None = None, timeout: float | None = None) -> str:
+def start(
+    body: Any,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    input: Any = None,
+    *,
+    run_id: str | None = None,
+    retention_ms: int = 60000,
+    max_buffered_events: int = 256,
+    parent_run_id: str = "",
+    system: ActorSystemHandle | None = None,
+    timeout: float | None = None,
+) -> str:
     """Start a stable run; returns its id. The run is not owned by the caller: it survives the caller's exit.
 
     ``body`` is a :class:`~adk_actors.runner.Runner` (then ``user_id``, ``session_id`` and ``input`` say what to
@@ -86,19 +96,27 @@ def start(body: Any, user_id: str | None = None, session_id: str | None = None, 
     if callable(as_body):
         body = as_body(user_id, session_id, input)
     elif user_id is not None or session_id is not None or input is not None:
-        raise RunError("user_id, session_id and input go with a Runner", reason="invalid_run_options",
-                       details={"key": "body"})
+        raise RunError(
+            "user_id, session_id and input go with a Runner", reason="invalid_run_options", details={"key": "body"}
+        )
     if isinstance(retention_ms, bool) or not isinstance(retention_ms, int) or retention_ms < 0:
-        raise RunError("retention_ms must be a non-negative integer", reason="invalid_run_options",
-                       details={"key": "retention_ms"})
+        raise RunError(
+            "retention_ms must be a non-negative integer", reason="invalid_run_options", details={"key": "retention_ms"}
+        )
     if isinstance(max_buffered_events, bool) or not isinstance(max_buffered_events, int) or max_buffered_events < 1:
-        raise RunError("max_buffered_events must be a positive integer", reason="invalid_run_options",
-                       details={"key": "max_buffered_events"})
+        raise RunError(
+            "max_buffered_events must be a positive integer",
+            reason="invalid_run_options",
+            details={"key": "max_buffered_events"},
+        )
     handle = _system(system)
     run_id = run_id or _colocated_id(body, handle.settings.hosts)
-    args = RunArgs(run_id=run_id, body=body,
-                   options=RunOptions(retention_ms=retention_ms, max_buffered_events=max_buffered_events),
-                   parent_run_id=parent_run_id)
+    args = RunArgs(
+        run_id=run_id,
+        body=body,
+        options=RunOptions(retention_ms=retention_ms, max_buffered_events=max_buffered_events),
+        parent_run_id=parent_run_id,
+    )
     handle.spawn(_RUN_ACTOR, args, id=run_id, restart="temporary", timeout=timeout)
     return run_id
 
@@ -118,8 +136,15 @@ def _colocated_id(body: Any, hosts: int) -> str:
     return run_id
 
 
-def resume(run_id: str, response: Any, *, retention_ms: int = 60000, max_buffered_events: int = 256,
-           system: ActorSystemHandle | None = None, timeout: float | None = None) -> str:
+def resume(
+    run_id: str,
+    response: Any,
+    *,
+    retention_ms: int = 60000,
+    max_buffered_events: int = 256,
+    system: ActorSystemHandle | None = None,
+    timeout: float | None = None,
+) -> str:
     """Resume a paused run into a new run (returned); the paused run records ``resumed_to``, the new one
     ``parent_run_id``.
 
@@ -137,8 +162,15 @@ def resume(run_id: str, response: Any, *, retention_ms: int = 60000, max_buffere
         body = _ask_run(handle, run_id, ResumeRun(new_run_id=new_run_id, response=response), timeout)
     except ActorCrashed:
         raise RunNotFound("the run is not reachable", details={"run_id": run_id}) from None
-    return start(body, run_id=new_run_id, retention_ms=retention_ms, max_buffered_events=max_buffered_events,
-                 parent_run_id=run_id, system=handle, timeout=timeout)
+    return start(
+        body,
+        run_id=new_run_id,
+        retention_ms=retention_ms,
+        max_buffered_events=max_buffered_events,
+        parent_run_id=run_id,
+        system=handle,
+        timeout=timeout,
+    )
 
 
 def _ask_run(handle: ActorSystemHandle, run_id: str, request: Any, timeout: float | None) -> Any:
@@ -175,13 +207,13 @@ def wait(run_id: str, timeout: float | None = None, *, system: ActorSystemHandle
         outcome: Outcome = _ask_run(handle, run_id, WaitRun(), max(0.0, deadline - time.monotonic()))
         return outcome
     except ActorCrashed:  # the run's host died (or the run retired): the index knows the outcome
-        index_outcome: Outcome = handle.ask(INDEX_NAME, IndexWait(run_id=run_id),
-                                            max(0.0, deadline - time.monotonic()))
+        index_outcome: Outcome = handle.ask(INDEX_NAME, IndexWait(run_id=run_id), max(0.0, deadline - time.monotonic()))
         return index_outcome
 
 
-def cancel(run_id: str, reason: str = "cancelled", *, system: ActorSystemHandle | None = None,
-           timeout: float | None = None) -> Outcome:
+def cancel(
+    run_id: str, reason: str = "cancelled", *, system: ActorSystemHandle | None = None, timeout: float | None = None
+) -> Outcome:
     """Cancel a run (propagated to its body's in-flight work); returns its terminal outcome.
 
     Raises:
@@ -202,8 +234,14 @@ def cancel(run_id: str, reason: str = "cancelled", *, system: ActorSystemHandle 
         return index_outcome
 
 
-def subscribe(run_id: str, *, after_seq: int = 0, credit: bool = False, idle_timeout: float | None = None,
-              system: ActorSystemHandle | None = None) -> Generator[RunItem, None, None]:
+def subscribe(
+    run_id: str,
+    *,
+    after_seq: int = 0,
+    credit: bool = False,
+    idle_timeout: float | None = None,
+    system: ActorSystemHandle | None = None,
+) -> Generator[RunItem, None, None]:
     """Iterate over the run's messages after ``after_seq``: replay, then live events, then the terminal outcome.
 
     Closing the iterator (``close()``) unsubscribes, and so does reaching the terminal outcome; the run goes on.
@@ -223,16 +261,18 @@ def subscribe(run_id: str, *, after_seq: int = 0, credit: bool = False, idle_tim
     check_id(run_id, "run_id")
     check_int(after_seq, "after_seq", minimum=0)
     if not isinstance(credit, bool):
-        raise ValidationError("credit must be a bool", reason="invalid_value",
-                              details={"key": "credit", "type": type(credit).__name__})
+        raise ValidationError(
+            "credit must be a bool", reason="invalid_value", details={"key": "credit", "type": type(credit).__name__}
+        )
     check_timeout(idle_timeout, "idle_timeout")
     handle = _system(system)
     idle = handle.settings.ask_timeout_s if idle_timeout is None else idle_timeout
     return _subscription(handle, run_id, after_seq, credit, idle)
 
 
-def _subscription(handle: ActorSystemHandle, run_id: str, after_seq: int, credit: bool,
-                  idle: float) -> Generator[RunItem, None, None]:
+def _subscription(
+    handle: ActorSystemHandle, run_id: str, after_seq: int, credit: bool, idle: float
+) -> Generator[RunItem, None, None]:
     ref = _ref(handle, run_id)
     sub_id = uuid.uuid4().hex
     endpoint = handle.open_endpoint()
@@ -241,8 +281,11 @@ def _subscription(handle: ActorSystemHandle, run_id: str, after_seq: int, credit
         try:
             host = handle.host_entry(ref.host_id)
             host_pid = host.pid
-            endpoint.ask_inner(ref, SubscribeRun(subscriber=None, subscription_id=sub_id, after_seq=after_seq,
-                                                 credit=credit), time.monotonic() + idle)
+            endpoint.ask_inner(
+                ref,
+                SubscribeRun(subscriber=None, subscription_id=sub_id, after_seq=after_seq, credit=credit),
+                time.monotonic() + idle,
+            )
         except ActorCrashed:
             outcome = handle.ask(INDEX_NAME, IndexWait(run_id=run_id), idle)
             yield RunItem(0, outcome, terminal=True)

@@ -70,8 +70,9 @@ class RunContext:
     def cancel_io(self, io_id: int) -> None:
         self._actor.cancel_io(io_id)
 
-    def run_job(self, fn: Any, args: tuple[Any, ...], deadline: float, on_done: OnReply,
-                inline: bool = False) -> str | None:
+    def run_job(
+        self, fn: Any, args: tuple[Any, ...], deadline: float, on_done: OnReply, inline: bool = False
+    ) -> str | None:
         return self._actor.run_job(fn, args, deadline, on_done, inline=inline)
 
     def call(self, ref: Any, request: Any, deadline: float, on_reply: OnReply) -> str:

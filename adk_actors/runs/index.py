@@ -67,8 +67,9 @@ class RunIndex(GenServer):
     def handle_info(self, message: Any, sender: Any) -> None:
         if isinstance(message, RunStarted):
             if message.run_id not in self.entries:
-                self.entries[message.run_id] = _Entry(message.run_id, message.host_id, message.host_pid,
-                                                      message.retention_ms, message.parent_run_id)
+                self.entries[message.run_id] = _Entry(
+                    message.run_id, message.host_id, message.host_pid, message.retention_ms, message.parent_run_id
+                )
                 self._watch(message.host_pid)
         elif isinstance(message, OnHostLost):
             entry = self.entries.get(message.run_id)
@@ -89,10 +90,15 @@ class RunIndex(GenServer):
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
         if isinstance(request, IndexLookup):
             entry = self._entry(request.run_id)
-            return {"run_id": entry.run_id, "host_id": entry.host_id, "outcome": entry.outcome,
-                    "started_at": entry.started_at, "finished_at": entry.finished_at or None,
-                    "parent_run_id": entry.parent_run_id or None,
-                    "state": _state(entry.outcome)}
+            return {
+                "run_id": entry.run_id,
+                "host_id": entry.host_id,
+                "outcome": entry.outcome,
+                "started_at": entry.started_at,
+                "finished_at": entry.finished_at or None,
+                "parent_run_id": entry.parent_run_id or None,
+                "state": _state(entry.outcome),
+            }
         if isinstance(request, IndexWait):
             entry = self._entry(request.run_id)
             if entry.outcome is not None:
@@ -168,8 +174,13 @@ class RunIndex(GenServer):
 
     def status(self) -> dict[str, Any]:
         running = sum(1 for e in self.entries.values() if e.outcome is None)
-        return {"kind": "run_index", "runs": len(self.entries), "running": running, "host_lost": self.host_lost,
-                "watched_hosts": len(self.hosts)}
+        return {
+            "kind": "run_index",
+            "runs": len(self.entries),
+            "running": running,
+            "host_lost": self.host_lost,
+            "watched_hosts": len(self.hosts),
+        }
 
 
 def _state(outcome: Any) -> str:
@@ -183,11 +194,18 @@ def newest_runs(entries: Iterable[_Entry], limit: int, now: float) -> dict[str, 
         ValidationError: ``limit`` is not a non-negative int (an admin typo must not crash the index).
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ValidationError("limit must be a non-negative integer", reason="invalid_value",
-                              details={"key": "limit"})
+        raise ValidationError("limit must be a non-negative integer", reason="invalid_value", details={"key": "limit"})
     entries = list(entries)
     newest = heapq.nlargest(min(limit, MAX_LIST_RUNS), entries, key=lambda e: e.started_at)
-    runs = [{"run_id": e.run_id, "host_id": e.host_id, "state": _state(e.outcome),
-             "age_s": round(max(0.0, now - e.started_at), 3), "parent_run_id": e.parent_run_id or None,
-             "reason": getattr(e.outcome, "reason", None)} for e in newest]
+    runs = [
+        {
+            "run_id": e.run_id,
+            "host_id": e.host_id,
+            "state": _state(e.outcome),
+            "age_s": round(max(0.0, now - e.started_at), 3),
+            "parent_run_id": e.parent_run_id or None,
+            "reason": getattr(e.outcome, "reason", None),
+        }
+        for e in newest
+    ]
     return {"runs": runs, "total": len(entries), "running": sum(1 for e in entries if e.outcome is None)}

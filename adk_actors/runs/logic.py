@@ -23,8 +23,18 @@ from typing import Any
 
 from adk_actors.errors import RunError
 
-__all__ = ["Cancelled", "Completed", "CreditSubscription", "Delivery", "Failed", "Outcome", "Paused",
-           "PushSubscription", "ReplayGap", "RunLog"]
+__all__ = [
+    "Cancelled",
+    "Completed",
+    "CreditSubscription",
+    "Delivery",
+    "Failed",
+    "Outcome",
+    "Paused",
+    "PushSubscription",
+    "ReplayGap",
+    "RunLog",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +90,11 @@ class RunLog:
 
     def __init__(self, max_buffered_events: int = 256) -> None:
         if max_buffered_events < 1:
-            raise RunError("max_buffered_events must be >= 1", reason="invalid_run_options",
-                           details={"max_buffered_events": max_buffered_events})
+            raise RunError(
+                "max_buffered_events must be >= 1",
+                reason="invalid_run_options",
+                details={"max_buffered_events": max_buffered_events},
+            )
         self.max_buffered_events = max_buffered_events
         self.events: deque[tuple[int, Any]] = deque()
         self.last_seq = 0

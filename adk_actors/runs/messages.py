@@ -5,8 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["INDEX_NAME", "AckRun", "CancelRun", "IndexLookup", "IndexWait", "ListRuns", "RunFinished", "RunMessage",
-           "RunOptions", "RunStarted", "RunStatus", "SubscribeRun", "UnsubscribeRun", "WaitRun"]
+__all__ = [
+    "INDEX_NAME",
+    "AckRun",
+    "CancelRun",
+    "IndexLookup",
+    "IndexWait",
+    "ListRuns",
+    "RunFinished",
+    "RunMessage",
+    "RunOptions",
+    "RunStarted",
+    "RunStatus",
+    "SubscribeRun",
+    "UnsubscribeRun",
+    "WaitRun",
+]
 
 INDEX_NAME = "runs"
 """The name the node's run index actor is registered under."""

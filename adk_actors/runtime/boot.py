@@ -37,13 +37,17 @@ def check_bind(bind_ip: str, allow_remote_bind: bool) -> None:
     try:
         resolved = socket.getaddrinfo(bind_ip, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
     except (OSError, UnicodeError, ValueError):
-        raise ConfigError("bind_ip does not resolve to an IPv4 address", reason="invalid_value",
-                          details={"key": "bind_ip"}) from None
+        raise ConfigError(
+            "bind_ip does not resolve to an IPv4 address", reason="invalid_value", details={"key": "bind_ip"}
+        ) from None
     if ipaddress.ip_address(resolved).is_loopback or allow_remote_bind:
         return
-    raise ConfigError("bind_ip is not a loopback address: Thespian ports unpickle what they receive, so set "
-                      "allow_remote_bind = true only on a trusted network (docs/SECURITY.md)",
-                      reason="remote_bind_not_allowed", details={"key": "bind_ip", "bind_ip": bind_ip[:64]})
+    raise ConfigError(
+        "bind_ip is not a loopback address: Thespian ports unpickle what they receive, so set "
+        "allow_remote_bind = true only on a trusted network (docs/SECURITY.md)",
+        reason="remote_bind_not_allowed",
+        details={"key": "bind_ip", "bind_ip": bind_ip[:64]},
+    )
 
 
 def _private_outputs(data_dir: Path) -> None:
@@ -95,8 +99,9 @@ def _boot(spec: dict[str, Any]) -> dict[str, Any]:
 
     port = int(spec["port"])
     data_dir = Path(spec["data_dir"])
-    settings = Settings.from_dict({**spec["settings"], "gemini_api_key": os.environ.get("GEMINI_API_KEY") or None},
-                                  source="boot")
+    settings = Settings.from_dict(
+        {**spec["settings"], "gemini_api_key": os.environ.get("GEMINI_API_KEY") or None}, source="boot"
+    )
     _private_outputs(data_dir)
     os.environ[LIBRARY_LEVEL_ENV] = settings.library_log_level  # inherited by every process of the node
     quiet_libraries()
@@ -106,23 +111,34 @@ def _boot(spec: dict[str, Any]) -> dict[str, Any]:
         # actors' connections (a client refuses another uid, but a start that silently loses its lanes is worse).
         taken = held_lane_names(port)
         if taken:
-            raise SystemNotRunning("a lane name of this admin port is already held by another process",
-                                   reason="lane_name_taken", details={"port": port, "names": taken[:8]})
+            raise SystemNotRunning(
+                "a lane name of this admin port is already held by another process",
+                reason="lane_name_taken",
+                details={"port": port, "names": taken[:8]},
+            )
     composer = importlib.import_module(spec.get("node") or "adk_actors.runtime.children")
     composer.preflight(settings)
-    asys = ActorSystem("multiprocTCPBase", {"Admin Port": port},
-                       logDefs=log_defs(data_dir, port, spec.get("log_level", "info"),
-                                        spec.get("log_format", "console")),
-                       transientUnique=True)
+    asys = ActorSystem(
+        "multiprocTCPBase",
+        {"Admin Port": port},
+        logDefs=log_defs(data_dir, port, spec.get("log_level", "info"), spec.get("log_format", "console")),
+        transientUnique=True,
+    )
     try:
         root = asys.createActor(Root, globalName=ROOT_NAME)
-        args = RootArgs(port=port, owner_pid=int(spec.get("owner_pid", 0)), data_dir=str(data_dir),
-                        intensity=settings.supervisor_intensity, period=settings.supervisor_period_s,
-                        extra_children=composer.node_children(settings))
+        args = RootArgs(
+            port=port,
+            owner_pid=int(spec.get("owner_pid", 0)),
+            data_dir=str(data_dir),
+            intensity=settings.supervisor_intensity,
+            period=settings.supervisor_period_s,
+            extra_children=composer.node_children(settings),
+        )
         asys.tell(root, SupInit(parent=None, child_id="root", args=args, system_port=port))
         deadline = time.monotonic() + float(spec.get("timeout", 30.0))
-        reply = asys.ask(root, Call(call_id="boot", request=AwaitReady(), deadline=deadline),
-                         max(0.1, deadline - time.monotonic()))
+        reply = asys.ask(
+            root, Call(call_id="boot", request=AwaitReady(), deadline=deadline), max(0.1, deadline - time.monotonic())
+        )
         if isinstance(reply, Failure):
             raise reply.error
         if not isinstance(reply, Reply):

@@ -45,9 +45,11 @@ class CallableRef:
             else:
                 obj = cloudpickle.loads(self.payload)
         except Exception as exc:
-            raise WorkerError("the callable could not be loaded", reason="unresolvable_callable",
-                              details={"callable": self.label or self.name,
-                                       "error": type(exc).__name__}) from None
+            raise WorkerError(
+                "the callable could not be loaded",
+                reason="unresolvable_callable",
+                details={"callable": self.label or self.name, "error": type(exc).__name__},
+            ) from None
         # Not checked here: a non-callable fails when it is called, as the user's own error (function_failed).
         return cast("Callable[..., Any]", obj)
 
@@ -89,8 +91,11 @@ def callable_ref(fn: Callable[..., Any] | CallableRef | str) -> CallableRef:
     try:
         return CallableRef(payload=cloudpickle.dumps(fn), label=label)
     except Exception:
-        raise WorkerError("the callable cannot be sent to another process", reason="unpicklable_callable",
-                          details={"callable": label, "path": _unpicklable_path(fn)}) from None
+        raise WorkerError(
+            "the callable cannot be sent to another process",
+            reason="unpicklable_callable",
+            details={"callable": label, "path": _unpicklable_path(fn)},
+        ) from None
 
 
 def _picklable(value: Any) -> bool:
@@ -109,8 +114,11 @@ def _unpicklable_path(fn: Any, prefix: str = "fn", depth: int = 0) -> str:
     code = getattr(fn, "__code__", None)
     closure = getattr(fn, "__closure__", None)
     if code is not None and closure:
-        candidates += [(f"{prefix}.<closure>.{name}", cell.cell_contents)
-                       for name, cell in zip(code.co_freevars, closure, strict=False) if _has_contents(cell)]
+        candidates += [
+            (f"{prefix}.<closure>.{name}", cell.cell_contents)
+            for name, cell in zip(code.co_freevars, closure, strict=False)
+            if _has_contents(cell)
+        ]
     if code is not None:
         globals_ = getattr(fn, "__globals__", {})
         candidates += [(f"{prefix}.<global>.{name}", globals_[name]) for name in code.co_names if name in globals_]

@@ -23,7 +23,6 @@ class Cancelled(Exception):
     """Raised by :meth:`CancelToken.check` once the token is cancelled (cooperative loops)."""
 
 
-
 def _shutdown(sock: socket.socket) -> None:
     try:
         sock.shutdown(socket.SHUT_RDWR)
@@ -102,8 +101,9 @@ class CancelToken:
             ProviderError: reason ``cancelled``.
         """
         if self._event.is_set():
-            raise ProviderError("the provider call was cancelled", reason="cancelled",
-                                details={"cause": self._reason or "cancelled"})
+            raise ProviderError(
+                "the provider call was cancelled", reason="cancelled", details={"cause": self._reason or "cancelled"}
+            )
 
     # Names used by the runtime's I/O pool and HTTP adapters.
     register_socket = register

@@ -23,10 +23,24 @@ def node_children(settings: Settings) -> tuple[ChildSpec, ...]:
     """Children the root starts between the router and the sandbox, in order."""
     limits = {"default": settings.worker_rlimit_as_mb} if settings.worker_rlimit_as_mb else {}
     return (
-        ChildSpec(id="workers", actor="adk_actors.runtime.workers.WorkerPool", register_as="workers",
-                  args=PoolSpec(workers=settings.workers, rlimit_as_mb=limits), shutdown=5.0),
-        ChildSpec(id="hosts", actor="adk_actors.runtime.host.HostSupervisor", register_as="hosts", kind="supervisor",
-                  args=HostsSpec(hosts=settings.hosts, io_threads=settings.host_io_threads,
-                                 strict_pickle=settings.strict_pickle, intensity=max(10, settings.hosts * 5)),
-                  shutdown="infinity"),
+        ChildSpec(
+            id="workers",
+            actor="adk_actors.runtime.workers.WorkerPool",
+            register_as="workers",
+            args=PoolSpec(workers=settings.workers, rlimit_as_mb=limits),
+            shutdown=5.0,
+        ),
+        ChildSpec(
+            id="hosts",
+            actor="adk_actors.runtime.host.HostSupervisor",
+            register_as="hosts",
+            kind="supervisor",
+            args=HostsSpec(
+                hosts=settings.hosts,
+                io_threads=settings.host_io_threads,
+                strict_pickle=settings.strict_pickle,
+                intensity=max(10, settings.hosts * 5),
+            ),
+            shutdown="infinity",
+        ),
     )

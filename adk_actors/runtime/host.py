@@ -64,9 +64,27 @@ from adk_actors.runtime.restart import RestartType, Window, restart_group, shoul
 from adk_actors.runtime.server import MAX_TIMER_S, CallCtx, GenServer, InnerInit, IoDone, TimerFire
 from adk_actors.runtime.supervisor import ChildSpec, Supervisor, SupervisorSpec
 
-__all__ = ["GROUP_STRATEGIES", "GroupStrategy", "Host", "HostArgs", "HostSupervisor", "HostsSpec", "InnerEntry",
-           "InnerEscalated", "InnerGroupSpec", "InnerPort", "InnerSpec", "InnerSpecAdded", "InnerSpecRemoved", "Spawn",
-           "SpawnGroup", "SpawnMany", "StopInner", "ToInner", "check_group"]
+__all__ = [
+    "GROUP_STRATEGIES",
+    "GroupStrategy",
+    "Host",
+    "HostArgs",
+    "HostSupervisor",
+    "HostsSpec",
+    "InnerEntry",
+    "InnerEscalated",
+    "InnerGroupSpec",
+    "InnerPort",
+    "InnerSpec",
+    "InnerSpecAdded",
+    "InnerSpecRemoved",
+    "Spawn",
+    "SpawnGroup",
+    "SpawnMany",
+    "StopInner",
+    "ToInner",
+    "check_group",
+]
 
 HOST_PARENT = "__host__"
 
@@ -128,36 +146,54 @@ def check_group(spec: Any) -> None:
             ``duplicate_member`` (two members, or a member and the group, share an id).
     """
     if not isinstance(spec, InnerGroupSpec):
-        raise ConfigError("a group needs an InnerGroupSpec", reason="invalid_group",
-                          details={"type": type(spec).__name__})
+        raise ConfigError(
+            "a group needs an InnerGroupSpec", reason="invalid_group", details={"type": type(spec).__name__}
+        )
     if not isinstance(spec.local_id, str) or not spec.local_id or len(spec.local_id) > 256:
-        raise ConfigError("a group id is a non-empty string of at most 256 characters", reason="invalid_group",
-                          details={"field": "local_id"})
+        raise ConfigError(
+            "a group id is a non-empty string of at most 256 characters",
+            reason="invalid_group",
+            details={"field": "local_id"},
+        )
     if not isinstance(spec.strategy, str) or spec.strategy not in GROUP_STRATEGIES:
-        raise ConfigError("unknown group strategy", reason="invalid_strategy",
-                          details={"allowed": list(GROUP_STRATEGIES)})
+        raise ConfigError(
+            "unknown group strategy", reason="invalid_strategy", details={"allowed": list(GROUP_STRATEGIES)}
+        )
     if isinstance(spec.intensity, bool) or not isinstance(spec.intensity, int) or spec.intensity < 0:
         raise ConfigError("intensity must be an integer >= 0", reason="invalid_value", details={"key": "intensity"})
-    if (isinstance(spec.period, bool) or not isinstance(spec.period, int | float) or not math.isfinite(spec.period)
-            or spec.period <= 0):
-        raise ConfigError("period must be a finite number of seconds > 0", reason="invalid_value",
-                          details={"key": "period"})
+    if (
+        isinstance(spec.period, bool)
+        or not isinstance(spec.period, int | float)
+        or not math.isfinite(spec.period)
+        or spec.period <= 0
+    ):
+        raise ConfigError(
+            "period must be a finite number of seconds > 0", reason="invalid_value", details={"key": "period"}
+        )
     if spec.restart not in ("permanent", "transient", "temporary"):
         raise ConfigError("unknown restart type", reason="invalid_value", details={"key": "restart"})
     if not isinstance(spec.members, tuple) or not 0 < len(spec.members) <= MAX_GROUP_MEMBERS:
-        raise ConfigError(f"a group has 1 to {MAX_GROUP_MEMBERS} members", reason="invalid_group",
-                          details={"field": "members"})
+        raise ConfigError(
+            f"a group has 1 to {MAX_GROUP_MEMBERS} members", reason="invalid_group", details={"field": "members"}
+        )
     seen = {spec.local_id}
     for member in spec.members:
         if not isinstance(member, InnerSpec) or not isinstance(member.local_id, str) or not member.local_id:
-            raise ConfigError("a group member is an InnerSpec with a local id", reason="invalid_group",
-                              details={"type": type(member).__name__})
+            raise ConfigError(
+                "a group member is an InnerSpec with a local id",
+                reason="invalid_group",
+                details={"type": type(member).__name__},
+            )
         if member.restart not in ("permanent", "transient", "temporary"):
-            raise ConfigError("unknown restart type", reason="invalid_value",
-                              details={"key": "restart", "member": member.local_id})
+            raise ConfigError(
+                "unknown restart type", reason="invalid_value", details={"key": "restart", "member": member.local_id}
+            )
         if member.local_id in seen:
-            raise ConfigError("member ids must be distinct (and differ from the group id)",
-                              reason="duplicate_member", details={"local_id": member.local_id})
+            raise ConfigError(
+                "member ids must be distinct (and differ from the group id)",
+                reason="duplicate_member",
+                details={"local_id": member.local_id},
+            )
         seen.add(member.local_id)
 
 
@@ -420,10 +456,17 @@ class Host(GenServer):
         entry = self.actors.get(local_id)
         if entry is None or entry.address is None:
             if isinstance(message, Call):
-                self._port.send(message.reply_to, Failure(
-                    call_id=message.call_id,
-                    error=ActorCrashed("no such inner actor", reason="noproc",
-                                       details={"actor": str(LocalRef(self.host_id, local_id))})))
+                self._port.send(
+                    message.reply_to,
+                    Failure(
+                        call_id=message.call_id,
+                        error=ActorCrashed(
+                            "no such inner actor",
+                            reason="noproc",
+                            details={"actor": str(LocalRef(self.host_id, local_id))},
+                        ),
+                    ),
+                )
             return
         self.delivered += 1
         self.inner.tell(entry.address, message)
@@ -456,18 +499,25 @@ class Host(GenServer):
             if entry.address is None:
                 continue
             if entry.spec.register_as:
-                self._port.send(message.address, Register(name=entry.spec.register_as,
-                                                          address=LocalRef(self.host_id, local_id), pid=os.getpid(),
-                                                          kind=entry.spec.actor.rpartition(".")[2],
-                                                          hostname=socket.gethostname()))
+                self._port.send(
+                    message.address,
+                    Register(
+                        name=entry.spec.register_as,
+                        address=LocalRef(self.host_id, local_id),
+                        pid=os.getpid(),
+                        kind=entry.spec.actor.rpartition(".")[2],
+                        hostname=socket.gethostname(),
+                    ),
+                )
             self.outbox.append((local_id, message))
         self._drain()
 
     # ---- inner supervision -------------------------------------------------------------------------------------
     def _spawn(self, spec: InnerSpec) -> LocalRef:
         if spec.local_id in self.actors or spec.local_id in self.groups:
-            raise AdkError("an inner actor with that id exists", reason="already_started",
-                           details={"local_id": spec.local_id})
+            raise AdkError(
+                "an inner actor with that id exists", reason="already_started", details={"local_id": spec.local_id}
+            )
         entry = _Inner(spec=spec, window=Window(spec.intensity, spec.period))
         self.actors[spec.local_id] = entry
         self._create(entry)
@@ -477,8 +527,7 @@ class Host(GenServer):
         ids = [spec.local_id, *(m.local_id for m in spec.members)]
         taken = next((i for i in ids if i in self.actors or i in self.groups), None)
         if taken is not None:  # nothing of the group starts
-            raise AdkError("an inner actor with that id exists", reason="already_started",
-                           details={"local_id": taken})
+            raise AdkError("an inner actor with that id exists", reason="already_started", details={"local_id": taken})
         self.groups[spec.local_id] = _Group(spec=spec, order=ids[1:], window=Window(spec.intensity, spec.period))
         for member in spec.members:
             entry = _Inner(spec=member, group=spec.local_id)
@@ -498,9 +547,15 @@ class Host(GenServer):
         entry.address = self.inner.createActor(cls)
         entry.state, entry.exit_reason = "starting", None
         entry.gen += 1
-        init = InnerInit(port=InnerPort(self, entry.spec.local_id, entry.gen), local_id=entry.spec.local_id,
-                         args=entry.spec.args, registry=self._registry, register_as=entry.spec.register_as,
-                         system_port=self._system_port, parent=HOST_PARENT)
+        init = InnerInit(
+            port=InnerPort(self, entry.spec.local_id, entry.gen),
+            local_id=entry.spec.local_id,
+            args=entry.spec.args,
+            registry=self._registry,
+            register_as=entry.spec.register_as,
+            system_port=self._system_port,
+            parent=HOST_PARENT,
+        )
         self.outbox.append((entry.spec.local_id, init))
 
     def _from_inner(self, local_id: str, gen: int, message: Any) -> None:
@@ -592,8 +647,9 @@ class Host(GenServer):
         if not group.order:
             self._forget_group(group)
             return
-        group.spec = dataclasses.replace(group.spec, members=tuple(
-            m for m in group.spec.members if m.local_id != local_id))
+        group.spec = dataclasses.replace(
+            group.spec, members=tuple(m for m in group.spec.members if m.local_id != local_id)
+        )
         self._report_permanent([group.spec])
 
     def _stop_group(self, group: _Group) -> None:
@@ -603,15 +659,22 @@ class Host(GenServer):
         self._forget_group(group)
 
     def _forget_group(self, group: _Group) -> None:
-        if self.groups.pop(group.spec.local_id, None) is not None and group.spec.restart == "permanent" \
-                and self._parent is not None:
+        if (
+            self.groups.pop(group.spec.local_id, None) is not None
+            and group.spec.restart == "permanent"
+            and self._parent is not None
+        ):
             self._port.send(self._parent, InnerSpecRemoved(host_id=self.host_id, local_id=group.spec.local_id))
 
     def _escalate_group(self, group: _Group) -> None:
         """Past its window the group goes as a whole (members stopped in reverse start order) and escalates to the
         host exactly as a single inner actor does."""
-        self.log.error("inner group exceeded its restart intensity; escalating to the host",
-                       group=group.spec.local_id, strategy=group.spec.strategy, restarts=group.restarts)
+        self.log.error(
+            "inner group exceeded its restart intensity; escalating to the host",
+            group=group.spec.local_id,
+            strategy=group.spec.strategy,
+            restarts=group.restarts,
+        )
         self._stop_group(group)
         self._escalated(group.spec.local_id, f"group:{group.spec.strategy}")
 
@@ -621,8 +684,12 @@ class Host(GenServer):
         exits ``escalated`` and its supervisor applies its strategy (a restart that re-creates the other
         permanent inner actors)."""
         local_id = entry.spec.local_id
-        self.log.error("inner actor exceeded its restart intensity; escalating to the host", local_id=local_id,
-                       actor=entry.spec.actor, restarts=entry.restarts)
+        self.log.error(
+            "inner actor exceeded its restart intensity; escalating to the host",
+            local_id=local_id,
+            actor=entry.spec.actor,
+            restarts=entry.restarts,
+        )
         self._forget(local_id)
         self._escalated(local_id, entry.spec.actor)
 
@@ -638,10 +705,10 @@ class Host(GenServer):
     def _forget(self, local_id: str) -> None:
         entry = self.actors.pop(local_id, None)
         if entry is not None and entry.spec.register_as and self._registry is not None:
-            self._port.send(self._registry, Unregister(name=entry.spec.register_as,
-                                                       address=LocalRef(self.host_id, local_id)))
-        if entry is not None and entry.group is None and entry.spec.restart == "permanent" \
-                and self._parent is not None:
+            self._port.send(
+                self._registry, Unregister(name=entry.spec.register_as, address=LocalRef(self.host_id, local_id))
+            )
+        if entry is not None and entry.group is None and entry.spec.restart == "permanent" and self._parent is not None:
             self._port.send(self._parent, InnerSpecRemoved(host_id=self.host_id, local_id=local_id))
 
     # ---- calls -------------------------------------------------------------------------------------------------
@@ -716,8 +783,9 @@ class Host(GenServer):
         self._arm()
 
     # ---- blocking I/O --------------------------------------------------------------------------------------------
-    def inner_submit_io(self, local_id: str, io_id: int, fn: Callable[..., Any], args: tuple[Any, ...],
-                        gen: int = 0) -> None:
+    def inner_submit_io(
+        self, local_id: str, io_id: int, fn: Callable[..., Any], args: tuple[Any, ...], gen: int = 0
+    ) -> None:
         assert self.io is not None
         pool_id = next(self.io_ids)
         self.io_owner[pool_id] = (local_id, io_id, gen)
@@ -747,27 +815,50 @@ class Host(GenServer):
         if self.io is None or self.io.read_fd not in fds:
             return
         for result in self.io.drain():
-            owner = (self.io_owner.get(result.io_id) if result.progress
-                     else self.io_owner.pop(result.io_id, None))
+            owner = self.io_owner.get(result.io_id) if result.progress else self.io_owner.pop(result.io_id, None)
             if owner is not None and self._current(owner[0], owner[2]):
                 self.outbox.append((owner[0], IoDone(owner[1], result.value, result.error, result.progress)))
         self._drain()
 
     # ---- introspection -----------------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
-        inner = [{"local_id": lid, "actor": e.spec.actor.rpartition(".")[2], "state": e.state,
-                  "restarts": e.restarts, "restart": e.spec.restart, "register_as": e.spec.register_as,
-                  "group": e.group}
-                 for lid, e in itertools.islice(self.actors.items(), 200)]
-        groups = [{"local_id": gid, "strategy": g.spec.strategy, "members": list(g.order), "restarts": g.restarts,
-                   "intensity": g.spec.intensity, "period": g.spec.period}
-                  for gid, g in itertools.islice(self.groups.items(), 200)]
-        return {"kind": "host", "host_id": self.host_id, "inner_actors": len(self.actors), "inner": inner,
-                "groups": groups,
-                "restarts": self.total_restarts, "escalations": self.escalations,
-                "timers": len(self.timer_heap) - len(self.cancelled_timers),
-                "outbox": len(self.outbox), "delivered": self.delivered,
-                "io": self.io.stats() if self.io is not None else {}, "rss_kb": _rss_kb()}
+        inner = [
+            {
+                "local_id": lid,
+                "actor": e.spec.actor.rpartition(".")[2],
+                "state": e.state,
+                "restarts": e.restarts,
+                "restart": e.spec.restart,
+                "register_as": e.spec.register_as,
+                "group": e.group,
+            }
+            for lid, e in itertools.islice(self.actors.items(), 200)
+        ]
+        groups = [
+            {
+                "local_id": gid,
+                "strategy": g.spec.strategy,
+                "members": list(g.order),
+                "restarts": g.restarts,
+                "intensity": g.spec.intensity,
+                "period": g.spec.period,
+            }
+            for gid, g in itertools.islice(self.groups.items(), 200)
+        ]
+        return {
+            "kind": "host",
+            "host_id": self.host_id,
+            "inner_actors": len(self.actors),
+            "inner": inner,
+            "groups": groups,
+            "restarts": self.total_restarts,
+            "escalations": self.escalations,
+            "timers": len(self.timer_heap) - len(self.cancelled_timers),
+            "outbox": len(self.outbox),
+            "delivered": self.delivered,
+            "io": self.io.stats() if self.io is not None else {},
+            "rss_kb": _rss_kb(),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -779,8 +870,11 @@ def _roundtrip(message: Any) -> Any:
     try:
         return pickle.loads(pickle.dumps(message))
     except Exception as exc:
-        raise AdkError("message does not pickle (strict mode)", reason="unpicklable_message",
-                       details={"message_type": type(message).__name__, "error": type(exc).__name__}) from None
+        raise AdkError(
+            "message does not pickle (strict mode)",
+            reason="unpicklable_message",
+            details={"message_type": type(message).__name__, "error": type(exc).__name__},
+        ) from None
 
 
 def _rss_kb() -> int:
@@ -805,12 +899,21 @@ class HostSupervisor(Supervisor):
         spec = args if isinstance(args, HostsSpec) else HostsSpec(hosts=1)
         self.hosts_spec = spec
         self.inner_specs = {host_id: {s.local_id: s for s in specs} for host_id, specs in spec.inner}
-        children = tuple(ChildSpec(id=host_name(i), actor="adk_actors.runtime.host.Host", register_as=host_name(i),
-                                   args=HostArgs(host_id=i, hosts=spec.hosts, io_threads=spec.io_threads,
-                                                 strict_pickle=spec.strict_pickle), shutdown=5.0)
-                         for i in range(spec.hosts))
-        return super().init(SupervisorSpec(strategy="one_for_one", intensity=spec.intensity, period=spec.period,
-                                           children=children))
+        children = tuple(
+            ChildSpec(
+                id=host_name(i),
+                actor="adk_actors.runtime.host.Host",
+                register_as=host_name(i),
+                args=HostArgs(
+                    host_id=i, hosts=spec.hosts, io_threads=spec.io_threads, strict_pickle=spec.strict_pickle
+                ),
+                shutdown=5.0,
+            )
+            for i in range(spec.hosts)
+        )
+        return super().init(
+            SupervisorSpec(strategy="one_for_one", intensity=spec.intensity, period=spec.period, children=children)
+        )
 
     def _create(self, child: Any) -> None:
         args = child.spec.args
@@ -829,8 +932,14 @@ class HostSupervisor(Supervisor):
             self.inner_specs.get(message.host_id, {}).pop(message.local_id, None)
             self._keep(message)
         elif isinstance(message, InnerEscalated):
-            self.escalated.append({"host": host_name(message.host_id), "local_id": message.local_id,
-                                   "actor": message.actor, "at": time.time()})
+            self.escalated.append(
+                {
+                    "host": host_name(message.host_id),
+                    "local_id": message.local_id,
+                    "actor": message.actor,
+                    "at": time.time(),
+                }
+            )
             del self.escalated[:-100]
         else:
             super().handle_info(message, sender)
@@ -846,4 +955,3 @@ class HostSupervisor(Supervisor):
         status["escalated"] = list(self.escalated)
         status["permanent_inner"] = {host_name(h): len(s) for h, s in sorted(self.inner_specs.items())}
         return status
-

@@ -104,8 +104,12 @@ class IOPool:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {"threads": len(self._threads), "max_threads": self.max_threads, "busy": self._busy,
-                    "queued": len(self._waiting)}
+            return {
+                "threads": len(self._threads),
+                "max_threads": self.max_threads,
+                "busy": self._busy,
+                "queued": len(self._waiting),
+            }
 
     def close(self) -> None:
         """Cancel everything and stop the threads (idempotent)."""
@@ -148,9 +152,15 @@ class IOPool:
             result = IoResult(job.io_id, None, err)
         except Exception as exc:
             reason = "cancelled" if job.token.cancelled else "io_failed"
-            result = IoResult(job.io_id, None, ProviderError(f"blocking call failed ({type(exc).__name__})",
-                                                             reason=reason,
-                                                             details={"exception_type": type(exc).__name__}))
+            result = IoResult(
+                job.io_id,
+                None,
+                ProviderError(
+                    f"blocking call failed ({type(exc).__name__})",
+                    reason=reason,
+                    details={"exception_type": type(exc).__name__},
+                ),
+            )
         with self._lock:
             self._tokens.pop(job.io_id, None)
             next_job = self._waiting.popleft() if self._waiting and not self._closed else None

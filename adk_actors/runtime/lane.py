@@ -44,8 +44,18 @@ from typing import Any
 
 from adk_actors.logs import get_logger
 
-__all__ = ["MAX_FRAME", "LaneClient", "LaneConn", "LaneReturn", "LaneServer", "address_key", "held_lane_names",
-           "lane_name", "lanes_enabled", "peer_uid"]
+__all__ = [
+    "MAX_FRAME",
+    "LaneClient",
+    "LaneConn",
+    "LaneReturn",
+    "LaneServer",
+    "address_key",
+    "held_lane_names",
+    "lane_name",
+    "lanes_enabled",
+    "peer_uid",
+]
 
 _HEADER = struct.Struct("!I")
 MAX_FRAME = 1 << 30
@@ -173,7 +183,7 @@ class _Frames:
             end = pos + _HEADER.size + size
             if end > len(view):
                 break
-            frames.append(bytes(view[pos + _HEADER.size:end]))
+            frames.append(bytes(view[pos + _HEADER.size : end]))
             pos = end
         if pos:
             del self.buf[:pos]
@@ -311,8 +321,9 @@ class LaneServer:
                 try:
                     sender, message = pickle.loads(frame)
                 except Exception as exc:
-                    _log.warning("lane frame could not be decoded; connection closed",
-                                 exception_type=type(exc).__name__)
+                    _log.warning(
+                        "lane frame could not be decoded; connection closed", exception_type=type(exc).__name__
+                    )
                     closed = True
                     break
                 out.append((LaneReturn(self.pid, fd) if sender is None else sender, message))
@@ -439,6 +450,7 @@ class LaneClient:
             self.server.epoll.unregister(peer.sock.fileno())
         with contextlib.suppress(OSError):
             peer.sock.close()
+
 
 class LaneConn:
     """A facade caller's blocking connection to one actor's lane (one per calling thread and target)."""

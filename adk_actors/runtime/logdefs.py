@@ -25,14 +25,24 @@ def thesplog_path(data_dir: Path, port: int) -> Path:
 
 def log_defs(data_dir: Path, port: int, level: str = "info", log_format: str = "console") -> dict[str, Any]:
     """A dictConfig for Thespian's logger process: every record passes ``ScrubFilter`` into the sink file."""
-    formatter: dict[str, Any] = ({"()": "adk_actors.logs.JsonFormatter"} if log_format == "json"
-                                 else {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"})
+    formatter: dict[str, Any] = (
+        {"()": "adk_actors.logs.JsonFormatter"}
+        if log_format == "json"
+        else {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}
+    )
     return {
         "version": 1,
         "disable_existing_loggers": False,
         "filters": {"scrub": {"()": "adk_actors.logs.ScrubFilter"}},
         "formatters": {"sink": formatter},
-        "handlers": {"sink": {"class": "logging.FileHandler", "filename": str(sink_path(data_dir, port)),
-                              "filters": ["scrub"], "formatter": "sink", "level": level.upper()}},
+        "handlers": {
+            "sink": {
+                "class": "logging.FileHandler",
+                "filename": str(sink_path(data_dir, port)),
+                "filters": ["scrub"],
+                "formatter": "sink",
+                "level": level.upper(),
+            }
+        },
         "root": {"handlers": ["sink"], "level": level.upper()},
     }

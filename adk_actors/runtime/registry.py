@@ -81,8 +81,13 @@ class Registry(GenServer):
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
         if isinstance(request, Lookup):
             entry = self.entries.get(request.name)
-            if (entry is not None and request.exclude is not None and entry.address == request.exclude
-                    and request.name not in self.down and self._alive(entry)):
+            if (
+                entry is not None
+                and request.exclude is not None
+                and entry.address == request.exclude
+                and request.name not in self.down
+                and self._alive(entry)
+            ):
                 # The caller saw a failure, not necessarily a death (a lane drops a frame it cannot decode and
                 # the caller reads that as noproc): ask the actor before marking its name down for everyone, or
                 # a live actor that never restarts stays unresolvable for good.
@@ -99,8 +104,10 @@ class Registry(GenServer):
     def _park(self, name: str, ctx: CallCtx) -> None:
         parked = self.parked.setdefault(name, _Parked())
         if len(parked.lookups) >= _MAX_PARKED_PER_NAME:
-            self.fail(ctx, NameNotFound("too many lookups waiting for this name", reason="name_not_found",
-                                        details={"name": name}))
+            self.fail(
+                ctx,
+                NameNotFound("too many lookups waiting for this name", reason="name_not_found", details={"name": name}),
+            )
             return
         parked.lookups.append(ctx)
         self.start_timer(max(0.0, ctx.deadline - time.monotonic()), _Expire(name))
@@ -131,9 +138,13 @@ class Registry(GenServer):
                 self.old.append((old.address, message.name))
                 del self.old[:-_MAX_OLD_ADDRESSES]
             self.generation += 1
-            self.entries[message.name] = Resolved(name=message.name, address=message.address, pid=message.pid,
-                                                  hostname=message.hostname or self.hostname,
-                                                  generation=self.generation)
+            self.entries[message.name] = Resolved(
+                name=message.name,
+                address=message.address,
+                pid=message.pid,
+                hostname=message.hostname or self.hostname,
+                generation=self.generation,
+            )
             self.down.discard(message.name)
             self._flush(message.name)
         elif isinstance(message, Down):
@@ -176,8 +187,9 @@ class Registry(GenServer):
     def _deliver(self, address: Any, payload: Any, deadline: float) -> None:
         """Send to an address, or to an inner actor through its host (the registry resolves hosts itself)."""
         if isinstance(address, LocalRef):
-            self._forward(host_name(address.host_id), ToInner(local_id=address.local_id, message=payload),
-                          deadline, None)
+            self._forward(
+                host_name(address.host_id), ToInner(local_id=address.local_id, message=payload), deadline, None
+            )
         else:
             # Thespian, not a lane: with forwards and lookups over lanes the host-SIGKILL admission test failed
             # about one run in two (bisected, cause not found); docs/ARCHITECTURE.md, refinement 8.
@@ -237,8 +249,10 @@ class Registry(GenServer):
     def status(self) -> dict[str, Any]:
         return {
             "kind": "registry",
-            "names": {n: {"pid": e.pid, "generation": e.generation, "down": n in self.down}
-                      for n, e in sorted(self.entries.items())},
+            "names": {
+                n: {"pid": e.pid, "generation": e.generation, "down": n in self.down}
+                for n, e in sorted(self.entries.items())
+            },
             "parked": {n: len(p.lookups) + len(p.forwards) for n, p in self.parked.items()},
             "dead_letters": self.dead_letters,
             "redelivered": self.redelivered,

@@ -75,8 +75,14 @@ def root_children(args: RootArgs) -> tuple[ChildSpec, ...]:
         ChildSpec(id="registry", actor="adk_actors.runtime.registry.Registry", shutdown=2.0),
         ChildSpec(id="router", actor="adk_actors.runtime.router.Router", register_as="router", shutdown=2.0),
         *args.extra_children,
-        ChildSpec(id="sandbox", actor="adk_actors.runtime.supervisor.Supervisor", args=sandbox,
-                  kind="supervisor", register_as="sandbox", shutdown="infinity"),
+        ChildSpec(
+            id="sandbox",
+            actor="adk_actors.runtime.supervisor.Supervisor",
+            args=sandbox,
+            kind="supervisor",
+            register_as="sandbox",
+            shutdown="infinity",
+        ),
     )
 
 
@@ -105,8 +111,9 @@ class Root(Supervisor):
             except ProcessLookupError:
                 self._owner_gone()
                 return DEFERRED
-        spec = SupervisorSpec(strategy="one_for_one", intensity=args.intensity, period=args.period,
-                              children=root_children(args))
+        spec = SupervisorSpec(
+            strategy="one_for_one", intensity=args.intensity, period=args.period, children=root_children(args)
+        )
         return super().init(spec)
 
     def _create(self, child: Any) -> None:
@@ -188,12 +195,18 @@ class Root(Supervisor):
     def _info(self) -> dict[str, Any]:
         router = self.children.get("router")
         registry = self.children.get("registry")
-        return {"registry": self._registry, "registry_pid": registry.pid if registry else 0,
-                "hostname": socket.gethostname(),
-                "router": router.address if router else None,
-                "pgid": os.getpgid(0), "root_pid": os.getpid(), "port": self.args.port if self.args else 0,
-                "owner_pid": self.args.owner_pid if self.args else 0, "ready": self._announced,
-                "started_at": self.started_at}
+        return {
+            "registry": self._registry,
+            "registry_pid": registry.pid if registry else 0,
+            "hostname": socket.gethostname(),
+            "router": router.address if router else None,
+            "pgid": os.getpgid(0),
+            "root_pid": os.getpid(),
+            "port": self.args.port if self.args else 0,
+            "owner_pid": self.args.owner_pid if self.args else 0,
+            "ready": self._announced,
+            "started_at": self.started_at,
+        }
 
     def watch_fds(self) -> list[int]:
         return [self.pidfd] if self.pidfd is not None else []
@@ -209,10 +222,14 @@ class Root(Supervisor):
         if self.owner_lost:
             return
         self.owner_lost = True
-        self.log.warning("owner process exited; stopping the actor system",
-                         owner_pid=self.args.owner_pid if self.args else 0)
+        self.log.warning(
+            "owner process exited; stopping the actor system", owner_pid=self.args.owner_pid if self.args else 0
+        )
         subprocess.Popen(
             [sys.executable, "-m", "adk_actors.runtime.reaper", str(os.getpgid(0))],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            close_fds=True, start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            start_new_session=True,
         )

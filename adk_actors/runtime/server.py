@@ -86,8 +86,20 @@ if TYPE_CHECKING:
     from adk_actors.runtime.callables import CallableRef
     from adk_actors.runtime.iopool import IOPool
 
-__all__ = ["DEFERRED", "CallCtx", "GenServer", "InnerInit", "IoDone", "OnReply", "Port", "TimerFire", "ToInnerMessage",
-           "crash_error", "redacted_state", "set_pdeathsig"]
+__all__ = [
+    "DEFERRED",
+    "CallCtx",
+    "GenServer",
+    "InnerInit",
+    "IoDone",
+    "OnReply",
+    "Port",
+    "TimerFire",
+    "ToInnerMessage",
+    "crash_error",
+    "redacted_state",
+    "set_pdeathsig",
+]
 
 DEFERRED = object()
 """Returned by ``handle_call`` when the reply will be sent later with ``self.reply(ctx, ...)``."""
@@ -118,8 +130,9 @@ def set_pdeathsig(sig: int = signal.SIGTERM) -> None:
 
 def crash_error(exc: BaseException, where: str) -> ActorCrashed:
     """A bounded structural error for a crash: exception type and location, never the exception text."""
-    return ActorCrashed(f"{where} crashed ({type(exc).__name__})",
-                        details={"exception_type": type(exc).__name__, "where": where})
+    return ActorCrashed(
+        f"{where} crashed ({type(exc).__name__})", details={"exception_type": type(exc).__name__, "where": where}
+    )
 
 
 _STATE_ATTRS = 64
@@ -306,10 +319,10 @@ class Tier1Port:
             if entry is None or not self._alive(entry):
                 self.names.pop(target, None)
                 if self.actor._registry is None:
-                    raise AdkError("no registry to resolve names", reason="name_not_found",
-                                   details={"name": target})
-                self.actor.send(self.actor._registry, Forward(name=target, message=message,
-                                                              deadline=time.monotonic() + 30.0))
+                    raise AdkError("no registry to resolve names", reason="name_not_found", details={"name": target})
+                self.actor.send(
+                    self.actor._registry, Forward(name=target, message=message, deadline=time.monotonic() + 30.0)
+                )
                 if target == POOL_NAME and isinstance(message, Call):
                     self._watch_job(message, 0)
                     self._lookup_pool(message.deadline)
@@ -323,8 +336,12 @@ class Tier1Port:
         if isinstance(target, LaneReturn):
             self.answer(target, message, 0)
             return
-        if (self.lane is not None and not self.actor._exiting and not isinstance(message, _THESPIAN_ONLY)
-                and self.lane.client.send(target, self.actor.myAddress, message)):
+        if (
+            self.lane is not None
+            and not self.actor._exiting
+            and not isinstance(message, _THESPIAN_ONLY)
+            and self.lane.client.send(target, self.actor.myAddress, message)
+        ):
             return
         self.actor.send(target, message)
 
@@ -370,10 +387,13 @@ class Tier1Port:
                 self.actor.log.debug("answer for a closed lane dropped", message_type=type(message).__name__)
         except Exception as exc:
             if attempt >= _LANE_RETRIES:
-                self.actor.log.warning("answer could not be encoded; dropped", message_type=type(message).__name__,
-                                       error=type(exc).__name__)
+                self.actor.log.warning(
+                    "answer could not be encoded; dropped",
+                    message_type=type(message).__name__,
+                    error=type(exc).__name__,
+                )
                 return
-            self.actor.wakeupAfter(min(0.001 * 2 ** attempt, 0.05), payload=_LaneRetry(target, message, attempt + 1))
+            self.actor.wakeupAfter(min(0.001 * 2**attempt, 0.05), payload=_LaneRetry(target, message, attempt + 1))
 
     def open_lane(self, system_port: int) -> None:
         """Listen on this actor's lane (see :mod:`adk_actors.runtime.lane`); without one, Thespian carries all."""
@@ -467,8 +487,11 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
             return self.full_status()
         if isinstance(request, DumpProfile):
             return self._dump_profile()
-        raise AdkError(f"{type(self).__name__} does not handle {type(request).__name__}",
-                       reason="unknown_request", details={"request": type(request).__name__})
+        raise AdkError(
+            f"{type(self).__name__} does not handle {type(request).__name__}",
+            reason="unknown_request",
+            details={"request": type(request).__name__},
+        )
 
     def handle_info(self, message: Any, sender: Any) -> None:
         self.log.debug("unhandled message", message_type=type(message).__name__)
@@ -508,12 +531,21 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
 
     # ---- API for subclasses -----------------------------------------------------------------------------------
     def full_status(self) -> dict[str, Any]:
-        base = {"id": self._child_id, "type": type(self).__name__, "pid": os.getpid(),
-                "timers": len(self._timers), "pending_calls": len(self._pending)}
+        base = {
+            "id": self._child_id,
+            "type": type(self).__name__,
+            "pid": os.getpid(),
+            "timers": len(self._timers),
+            "pending_calls": len(self._pending),
+        }
         lane = self._port.lane
         if lane is not None:
-            base["lane"] = {"peers": len(lane.peers), "targets": len(lane.client.by_key),
-                            "frames_in": lane.frames_in, "frames_out": lane.client.frames_out}
+            base["lane"] = {
+                "peers": len(lane.peers),
+                "targets": len(lane.client.by_key),
+                "frames_in": lane.frames_in,
+                "frames_out": lane.client.frames_out,
+            }
         base.update(self.status())
         return base
 
@@ -546,8 +578,14 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
         """This actor's ref: its address at tier 1, its ``LocalRef`` at tier 2."""
         return self._port.ref
 
-    def io_call(self, fn: Callable[..., Any], args: tuple[Any, ...], deadline: float, on_done: OnReply,
-                on_progress: Callable[[Any], None] | None = None) -> int:
+    def io_call(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        deadline: float,
+        on_done: OnReply,
+        on_progress: Callable[[Any], None] | None = None,
+    ) -> int:
         """Run blocking ``fn(cancel_token, *args)`` on the I/O threads; ``on_done`` runs exactly once later.
 
         At the deadline the call is cancelled (its sockets shut down) and ``on_done`` gets ``AskTimeout``. Values
@@ -567,8 +605,16 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
         if io_id in self._io_pending:
             self._port.cancel_io(io_id)
 
-    def run_job(self, fn: Callable[..., Any] | CallableRef | str, args: tuple[Any, ...], deadline: float,
-                on_done: OnReply, *, inline: bool = False, job_class: str = "default") -> str | None:
+    def run_job(
+        self,
+        fn: Callable[..., Any] | CallableRef | str,
+        args: tuple[Any, ...],
+        deadline: float,
+        on_done: OnReply,
+        *,
+        inline: bool = False,
+        job_class: str = "default",
+    ) -> str | None:
         """Run user code: in the worker-process pool (default) or, with ``inline=True``, right here.
 
         Inline code must be trusted, fast and non-blocking; its result is still delivered asynchronously.
@@ -583,17 +629,25 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
             except AdkError as err:
                 value, error = None, err
             except Exception as exc:
-                self.log.error("inline function raised", actor=self._child_id, callable=ref.label,
-                               **crash_fields(exc))
-                value, error = None, AdkError(f"inline function failed ({type(exc).__name__})",
-                                              reason="function_failed",
-                                              details={"exception_type": type(exc).__name__})
+                self.log.error("inline function raised", actor=self._child_id, callable=ref.label, **crash_fields(exc))
+                value, error = (
+                    None,
+                    AdkError(
+                        f"inline function failed ({type(exc).__name__})",
+                        reason="function_failed",
+                        details={"exception_type": type(exc).__name__},
+                    ),
+                )
             self.start_timer(0.0, _InlineDone(on_done, value, error))
             return None
         # The pool answers job_timeout at the job's deadline; the call itself gets a grace period so that
         # answer (which says what happened) wins over a bare AskTimeout.
-        return self.call("workers", RunJob(fn=ref, args=args, deadline=deadline, job_class=job_class),
-                         deadline + JOB_REPLY_GRACE_S, on_done)
+        return self.call(
+            "workers",
+            RunJob(fn=ref, args=args, deadline=deadline, job_class=job_class),
+            deadline + JOB_REPLY_GRACE_S,
+            on_done,
+        )
 
     def start_timer(self, delay: float, message: Any) -> int:
         """Deliver ``message`` to ``handle_timer`` after ``delay`` seconds; returns a timer id."""
@@ -666,9 +720,17 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
         elif isinstance(message, InnerInit):
             self._port = message.port
             self.tier = 2
-            self._on_init(SupInit(parent=message.parent, child_id=message.local_id, args=message.args,
-                                  registry=message.registry, register_as=message.register_as,
-                                  system_port=message.system_port), sender)
+            self._on_init(
+                SupInit(
+                    parent=message.parent,
+                    child_id=message.local_id,
+                    args=message.args,
+                    registry=message.registry,
+                    register_as=message.register_as,
+                    system_port=message.system_port,
+                ),
+                sender,
+            )
         elif isinstance(message, ActorExitRequest):
             self._exiting = True
             self._safe_terminate("shutdown")
@@ -720,17 +782,23 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
         result = self.init(message.args)
         self._initialised = True
         if self._register_as and self._registry is not None:
-            self._port.send(self._registry, Register(name=self._register_as, address=self.my_ref(),
-                                                     pid=os.getpid(), kind=type(self).__name__,
-                                                     hostname=socket.gethostname()))
+            self._port.send(
+                self._registry,
+                Register(
+                    name=self._register_as,
+                    address=self.my_ref(),
+                    pid=os.getpid(),
+                    kind=type(self).__name__,
+                    hostname=socket.gethostname(),
+                ),
+            )
         if result is not DEFERRED:
             self.ready()
 
     def ready(self) -> None:
         """Tell the parent this actor is started (called automatically unless ``init`` returned DEFERRED)."""
         if self._parent is not None:
-            self._port.send(self._parent, ChildReady(child_id=self._child_id, pid=os.getpid(),
-                                                     address=self.my_ref()))
+            self._port.send(self._parent, ChildReady(child_id=self._child_id, pid=os.getpid(), address=self.my_ref()))
 
     def _on_call(self, call: Call, sender: Any) -> None:
         ctx = CallCtx(call.call_id, call.reply_to if call.reply_to is not None else sender, call.deadline)
@@ -802,8 +870,10 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
         answers a job whose worker died), instead of leaving the callers to their deadlines."""
         self.log.warning("the worker pool exited with calls in flight; failing them", calls=len(lost))
         for call_id, reply_to in lost:
-            failure = Failure(call_id=call_id, error=WorkerError("the worker pool process exited during the job",
-                                                                 reason="worker_lost"))
+            failure = Failure(
+                call_id=call_id,
+                error=WorkerError("the worker pool process exited during the job", reason="worker_lost"),
+            )
             self.deliver_local(reply_to, failure)
 
     def deliver_local(self, target: Any, message: Any) -> None:
@@ -836,8 +906,16 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
         except Exception as status_exc:  # a broken format_status must not lose the report
             state = f"format_status raised {type(status_exc).__name__}"
         try:
-            self.log.error("actor crashed", actor=self._child_id, actor_type=type(self).__name__, tier=self.tier,
-                           where=where, message_type=_message_type(message), state=state, **crash_fields(exc))
+            self.log.error(
+                "actor crashed",
+                actor=self._child_id,
+                actor_type=type(self).__name__,
+                tier=self.tier,
+                where=where,
+                message_type=_message_type(message),
+                state=state,
+                **crash_fields(exc),
+            )
         except Exception:  # logging must not stop the crash handling (the asker's answer, the exit)
             return
 
@@ -865,4 +943,3 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
             self.terminate(reason)
         except Exception as exc:
             self.log.warning("terminate raised", actor=self._child_id, reason=reason, **crash_fields(exc))
-

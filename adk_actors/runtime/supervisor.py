@@ -58,8 +58,11 @@ class ChildSpec:
 
     def __post_init__(self) -> None:
         if not self.id or "." not in self.actor:
-            raise ConfigError("child spec needs an id and an importable actor path", reason="invalid_child_spec",
-                              details={"id": self.id})
+            raise ConfigError(
+                "child spec needs an id and an importable actor path",
+                reason="invalid_child_spec",
+                details={"id": self.id},
+            )
         if self.restart not in ("permanent", "transient", "temporary"):
             raise ConfigError("unknown restart type", reason="invalid_child_spec", details={"id": self.id})
 
@@ -75,8 +78,9 @@ class SupervisorSpec:
 
     def __post_init__(self) -> None:
         if self.strategy not in ("one_for_one", "one_for_all", "rest_for_one", "simple_one_for_one"):
-            raise ConfigError("unknown strategy", reason="invalid_supervisor_spec",
-                              details={"strategy": str(self.strategy)})
+            raise ConfigError(
+                "unknown strategy", reason="invalid_supervisor_spec", details={"strategy": str(self.strategy)}
+            )
         if self.intensity < 0 or self.period <= 0:
             raise ConfigError("intensity must be >= 0 and period > 0", reason="invalid_supervisor_spec")
         ids = [c.id for c in self.children]
@@ -162,9 +166,17 @@ class Supervisor(GenServer):
         child.state = "starting"
         child.exit_reason = None
         child.address = self.createActor(_import(child.spec.actor))
-        self.send(child.address, SupInit(parent=self.myAddress, child_id=child.spec.id, args=child.spec.args,
-                                         registry=self._registry_for(child), register_as=child.spec.register_as,
-                                         system_port=self._system_port))
+        self.send(
+            child.address,
+            SupInit(
+                parent=self.myAddress,
+                child_id=child.spec.id,
+                args=child.spec.args,
+                registry=self._registry_for(child),
+                register_as=child.spec.register_as,
+                system_port=self._system_port,
+            ),
+        )
 
     def _registry_for(self, child: _Child) -> Any:
         return self._registry
@@ -200,9 +212,16 @@ class Supervisor(GenServer):
             if child.state != "running" or child.address is None or child.address == message.address:
                 continue
             if child.spec.register_as:
-                self._port.send(message.address, Register(name=child.spec.register_as, address=child.address,
-                                                          pid=child.pid, kind=child.spec.actor.rpartition(".")[2],
-                                                          hostname=socket.gethostname()))
+                self._port.send(
+                    message.address,
+                    Register(
+                        name=child.spec.register_as,
+                        address=child.address,
+                        pid=child.pid,
+                        kind=child.spec.actor.rpartition(".")[2],
+                        hostname=socket.gethostname(),
+                    ),
+                )
             self._port.send(child.address, message)
 
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
@@ -293,8 +312,12 @@ class Supervisor(GenServer):
             self._continue_stop()
             return
         for ctx in child.waiters:  # died while starting
-            self.fail(ctx, AdkError("child exited during start", reason="start_failed",
-                                    details={"id": child.spec.id, "exit": reason}))
+            self.fail(
+                ctx,
+                AdkError(
+                    "child exited during start", reason="start_failed", details={"id": child.spec.id, "exit": reason}
+                ),
+            )
         child.waiters.clear()
         if self._escalating:
             return
@@ -309,8 +332,7 @@ class Supervisor(GenServer):
         if exceeded:
             self.log.warning("restart intensity exceeded", supervisor=self._child_id, child=child.spec.id)
             self._escalating = True
-            self._stop_all_then(lambda: self._exit("escalated", {"type": "RestartIntensity",
-                                                                 "where": self._child_id}))
+            self._stop_all_then(lambda: self._exit("escalated", {"type": "RestartIntensity", "where": self._child_id}))
             return
         self.total_restarts += 1
         child.restarts += 1
@@ -367,6 +389,7 @@ class Supervisor(GenServer):
             self.send(child.address, Shutdown(reason="shutdown"))
         else:
             from thespian.actors import ActorExitRequest
+
             self.send(child.address, ActorExitRequest())
         if child.spec.shutdown != "infinity":
             child.kill_timer = self.start_timer(float(child.spec.shutdown), _KillChild(child.spec.id, child.address))
@@ -381,6 +404,7 @@ class Supervisor(GenServer):
                 self.start_timer(delay, _Recheck())
         else:
             from thespian.actors import ActorExitRequest
+
             self.send(child.address, ActorExitRequest())
 
     def handle_timer(self, message: Any) -> None:
@@ -410,8 +434,17 @@ class Supervisor(GenServer):
             "period": self.spec.period,
             "restarts": self.total_restarts,
             "children": [
-                {"id": cid, "state": c.state, "restarts": c.restarts, "pid": c.pid, "kind": c.spec.kind,
-                 "actor": c.spec.actor, "register_as": c.spec.register_as, "address": c.address}
-                for cid in self.order if (c := self.children[cid]) is not None
+                {
+                    "id": cid,
+                    "state": c.state,
+                    "restarts": c.restarts,
+                    "pid": c.pid,
+                    "kind": c.spec.kind,
+                    "actor": c.spec.actor,
+                    "register_as": c.spec.register_as,
+                    "address": c.address,
+                }
+                for cid in self.order
+                if (c := self.children[cid]) is not None
             ],
         }

@@ -133,8 +133,7 @@ def _thespian_env(settings: Settings, port: int) -> dict[str, str]:
 class ActorSystemHandle:
     """One attachment to one actor system (several may coexist in a process, on different ports)."""
 
-    def __init__(self, port: int, settings: Settings, *, owned: bool, info: dict[str, Any],
-                 asys: ActorSystem) -> None:
+    def __init__(self, port: int, settings: Settings, *, owned: bool, info: dict[str, Any], asys: ActorSystem) -> None:
         self.port = port
         self.settings = settings
         self.owned = owned
@@ -203,8 +202,9 @@ class ActorSystemHandle:
         if isinstance(entry.address, LocalRef):
             return self._ask_inner(entry.address, request, deadline)
         try:
-            return self.ask_address(entry.address, request, deadline,
-                                    monitor_pid=entry.pid if entry.hostname == _HOSTNAME else 0)
+            return self.ask_address(
+                entry.address, request, deadline, monitor_pid=entry.pid if entry.hostname == _HOSTNAME else 0
+            )
         except ActorCrashed:
             self._forget(target, dead=entry.address)
             raise
@@ -217,15 +217,27 @@ class ActorSystemHandle:
         name = host_name(ref.host_id)
         host = self.resolve_entry(name, deadline)
         try:
-            return self.ask_address(host.address, request, deadline,
-                                    monitor_pid=host.pid if host.hostname == _HOSTNAME else 0,
-                                    wrap=lambda call: ToInner(local_id=ref.local_id, message=call))
+            return self.ask_address(
+                host.address,
+                request,
+                deadline,
+                monitor_pid=host.pid if host.hostname == _HOSTNAME else 0,
+                wrap=lambda call: ToInner(local_id=ref.local_id, message=call),
+            )
         except (AskTimeout, ActorCrashed):
             self._forget(name)
             raise
 
-    def spawn(self, actor: str, args: Any = None, *, id: str | None = None, name: str | None = None,
-              restart: str = "permanent", timeout: float | None = None) -> LocalRef:
+    def spawn(
+        self,
+        actor: str,
+        args: Any = None,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        restart: str = "permanent",
+        timeout: float | None = None,
+    ) -> LocalRef:
         """Start an inner (tier-2) actor on the host chosen by ``blake2b(id) mod hosts``.
 
         Raises:
@@ -233,17 +245,30 @@ class ActorSystemHandle:
         """
         local_id = id or uuid.uuid4().hex
         host_id = place(local_id, self.settings.hosts)
-        spec = InnerSpec(local_id=local_id, actor=actor, args=args, restart=restart,  # type: ignore[arg-type]
-                         register_as=name)
+        spec = InnerSpec(
+            local_id=local_id,
+            actor=actor,
+            args=args,
+            restart=restart,  # type: ignore[arg-type]
+            register_as=name,
+        )
         ref: LocalRef = self.ask(host_name(host_id), Spawn(spec=spec), timeout)
         return ref
 
     def stop_inner(self, ref: LocalRef, timeout: float | None = None) -> None:
         self.ask(host_name(ref.host_id), StopInner(local_id=ref.local_id), timeout)
 
-    def spawn_group(self, group_id: str, members: Sequence[InnerSpec], *, strategy: str = "one_for_one",
-                    intensity: int = 1, period: float = 5.0, restart: str = "permanent",
-                    timeout: float | None = None) -> list[LocalRef]:
+    def spawn_group(
+        self,
+        group_id: str,
+        members: Sequence[InnerSpec],
+        *,
+        strategy: str = "one_for_one",
+        intensity: int = 1,
+        period: float = 5.0,
+        restart: str = "permanent",
+        timeout: float | None = None,
+    ) -> list[LocalRef]:
         """Start a supervised group of inner actors (an inner supervisor) on the host chosen by
         ``blake2b(group_id) mod hosts``; every member runs there. See :class:`~adk_actors.runtime.host.InnerGroupSpec`
         for the strategies (``one_for_one``, ``one_for_all``, ``rest_for_one``) and the escalation past
@@ -255,13 +280,19 @@ class ActorSystemHandle:
             AdkError: ``already_started`` when the group id or a member id is taken on that host (nothing starts).
         """
         if isinstance(members, str | bytes) or not isinstance(members, Sequence):
-            raise ConfigError("members must be a sequence of InnerSpec", reason="invalid_group",
-                              details={"field": "members"})
-        spec = InnerGroupSpec(local_id=group_id, members=tuple(members), strategy=strategy,  # type: ignore[arg-type]
-                              intensity=intensity, period=period, restart=restart)  # type: ignore[arg-type]
+            raise ConfigError(
+                "members must be a sequence of InnerSpec", reason="invalid_group", details={"field": "members"}
+            )
+        spec = InnerGroupSpec(
+            local_id=group_id,
+            members=tuple(members),
+            strategy=strategy,  # type: ignore[arg-type]
+            intensity=intensity,
+            period=period,
+            restart=restart,  # type: ignore[arg-type]  # check_group validates it below
+        )
         check_group(spec)
-        refs: list[LocalRef] = self.ask(host_name(place(group_id, self.settings.hosts)), SpawnGroup(spec=spec),
-                                        timeout)
+        refs: list[LocalRef] = self.ask(host_name(place(group_id, self.settings.hosts)), SpawnGroup(spec=spec), timeout)
         return list(refs)
 
     def stop_group(self, group_id: str, timeout: float | None = None) -> None:
@@ -274,8 +305,9 @@ class ActorSystemHandle:
             raise ConfigError("a group id is a non-empty string", reason="invalid_group", details={"field": "group_id"})
         self.ask(host_name(place(group_id, self.settings.hosts)), StopInner(local_id=group_id), timeout)
 
-    def run_job(self, fn: Any, *args: Any, timeout: float | None = None, job_class: str = "default",
-                **kwargs: Any) -> Any:
+    def run_job(
+        self, fn: Any, *args: Any, timeout: float | None = None, job_class: str = "default", **kwargs: Any
+    ) -> Any:
         """Run ``fn(*args, **kwargs)`` in the worker-process pool and return its JSON-safe result.
 
         Raises:
@@ -318,8 +350,9 @@ class ActorSystemHandle:
             endpoint.close()
             self._local.endpoint = None
 
-    def ask_address(self, address: Any, request: Any, deadline: float, monitor_pid: int = 0,
-                    wrap: Any = None, endpoint: Any = None) -> Any:
+    def ask_address(
+        self, address: Any, request: Any, deadline: float, monitor_pid: int = 0, wrap: Any = None, endpoint: Any = None
+    ) -> Any:
         """Ask one address. With ``monitor_pid`` the target process is monitored during the wait, as OTP's
         ``gen_server:call`` does: if it dies the call fails at once with ``ActorCrashed(reason="noproc")``.
         ``endpoint`` (an :class:`Endpoint`'s context) sends from that endpoint instead of a fresh one.
@@ -342,9 +375,11 @@ class ActorSystemHandle:
             try:
                 reply = context.ask(address, message, min(remaining, _MONITOR_SLICE) if monitor_pid else remaining)
             except ActorSystemFailure as exc:
-                raise RuntimeFailure("the message could not be sent", reason="send_failed",
-                                     details={"request": type(request).__name__,
-                                              "error": type(exc).__name__}) from None
+                raise RuntimeFailure(
+                    "the message could not be sent",
+                    reason="send_failed",
+                    details={"request": type(request).__name__, "error": type(exc).__name__},
+                ) from None
             while True:
                 if isinstance(reply, Reply) and reply.call_id == call_id:
                     failed = False
@@ -353,15 +388,20 @@ class ActorSystemHandle:
                     failed = False
                     raise reply.error
                 if isinstance(reply, PoisonMessage) and getattr(reply.poisonMessage, "call_id", None) == call_id:
-                    raise ActorCrashed("the target could not handle the request",
-                                       details={"request": type(request).__name__})
+                    raise ActorCrashed(
+                        "the target could not handle the request", details={"request": type(request).__name__}
+                    )
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or (reply is None and not monitor_pid):
-                    raise AskTimeout("no reply before the deadline",
-                                     details={"request": type(request).__name__, "call_id": call_id})
+                    raise AskTimeout(
+                        "no reply before the deadline", details={"request": type(request).__name__, "call_id": call_id}
+                    )
                 if reply is None and not pid_alive(monitor_pid):
-                    raise ActorCrashed("the target process exited during the call", reason="noproc",
-                                       details={"request": type(request).__name__})
+                    raise ActorCrashed(
+                        "the target process exited during the call",
+                        reason="noproc",
+                        details={"request": type(request).__name__},
+                    )
                 reply = context.listen(min(remaining, _MONITOR_SLICE) if monitor_pid else remaining)
         finally:
             if fresh:
@@ -393,8 +433,9 @@ class ActorSystemHandle:
             self._lane_conns.add(conn)
         return conn
 
-    def _lane_ask(self, lane: LaneConn, key: tuple[str, int], message: Any, call_id: str, request: Any,
-                  deadline: float) -> Any:
+    def _lane_ask(
+        self, lane: LaneConn, key: tuple[str, int], message: Any, call_id: str, request: Any, deadline: float
+    ) -> Any:
         """One ask over a lane: the reply comes back on the same connection; its end is the target's exit."""
         if deadline - time.monotonic() <= 0:
             raise AskTimeout("deadline passed before the ask", details={"request": type(request).__name__})
@@ -421,11 +462,15 @@ class ActorSystemHandle:
                         raise reply.error
                     return reply.value
         except TimeoutError:
-            raise AskTimeout("no reply before the deadline",
-                             details={"request": type(request).__name__, "call_id": call_id}) from None
+            raise AskTimeout(
+                "no reply before the deadline", details={"request": type(request).__name__, "call_id": call_id}
+            ) from None
         except OSError:  # reset, broken pipe, end of stream: the target's process is gone
-            raise ActorCrashed("the target process exited during the call", reason="noproc",
-                               details={"request": type(request).__name__}) from None
+            raise ActorCrashed(
+                "the target process exited during the call",
+                reason="noproc",
+                details={"request": type(request).__name__},
+            ) from None
         finally:
             if not ok:
                 lane.close()  # a late reply must never reach a later ask on this connection
@@ -459,8 +504,9 @@ class ActorSystemHandle:
         while True:
             registry, pid = self.registry, self.registry_pid
             try:
-                resolved: Resolved = self.ask_address(registry, Lookup(name=name, exclude=dead), deadline,
-                                                      monitor_pid=pid)
+                resolved: Resolved = self.ask_address(
+                    registry, Lookup(name=name, exclude=dead), deadline, monitor_pid=pid
+                )
                 return resolved
             except ActorCrashed as err:
                 if err.reason != "noproc":
@@ -482,8 +528,9 @@ class ActorSystemHandle:
         try:
             self._system().tell(self.router, Route(target=target, message=message))
         except ActorSystemFailure as exc:
-            raise RuntimeFailure("the message could not be sent", reason="send_failed",
-                                 details={"error": type(exc).__name__}) from None
+            raise RuntimeFailure(
+                "the message could not be sent", reason="send_failed", details={"error": type(exc).__name__}
+            ) from None
 
     def tell(self, address: Any, message: Any) -> None:
         """A raw tell to an address (blocks while the target is busy: prefer :meth:`cast`)."""
@@ -577,10 +624,14 @@ class Endpoint:
     def ask_inner(self, ref: LocalRef, request: Any, deadline: float) -> Any:
         """Ask an inner actor from this endpoint (its replies and later messages come back here)."""
         host = self.handle.host_entry(ref.host_id, deadline)
-        return self.handle.ask_address(host.address, request, deadline,
-                                       monitor_pid=host.pid if host.hostname == _HOSTNAME else 0,
-                                       wrap=lambda call: ToInner(local_id=ref.local_id, message=call),
-                                       endpoint=self.context)
+        return self.handle.ask_address(
+            host.address,
+            request,
+            deadline,
+            monitor_pid=host.pid if host.hostname == _HOSTNAME else 0,
+            wrap=lambda call: ToInner(local_id=ref.local_id, message=call),
+            endpoint=self.context,
+        )
 
     def listen(self, timeout: float) -> Any:
         """The next message sent to this endpoint, or None after ``timeout`` seconds."""
@@ -660,8 +711,13 @@ def _connect(settings: Settings, port: int, owned: bool, timeout: float) -> Acto
         raise
 
 
-def start(settings: Settings | None = None, *, owned: bool | None = None, node: str = "adk_actors.runtime.children",
-          **overrides: Any) -> ActorSystemHandle:
+def start(
+    settings: Settings | None = None,
+    *,
+    owned: bool | None = None,
+    node: str = "adk_actors.runtime.children",
+    **overrides: Any,
+) -> ActorSystemHandle:
     """Boot a node's actor system from a clean subprocess and attach to it.
 
     Args:
@@ -674,8 +730,11 @@ def start(settings: Settings | None = None, *, owned: bool | None = None, node: 
         ConfigError: invalid settings, or the admin port is already in use.
         SystemNotRunning: the system failed to boot (details name the failure; see the boot log).
     """
-    settings = settings.replace(**overrides) if settings is not None and overrides else (
-        settings or load_settings(**overrides))
+    settings = (
+        settings.replace(**overrides)
+        if settings is not None and overrides
+        else (settings or load_settings(**overrides))
+    )
     owned = settings.owned if owned is None else owned
     port = settings.admin_port
     if port_listening(port, settings.bind_ip):
@@ -684,9 +743,17 @@ def start(settings: Settings | None = None, *, owned: bool | None = None, node: 
     private_dir(data / "logs")  # 0700: logs and run files hold user content (boot tightens existing ones)
     private_dir(data / "run")
     ready = data / "run" / f"boot-{port}-{uuid.uuid4().hex[:8]}.json"
-    spec = {"port": port, "data_dir": str(data), "owner_pid": os.getpid() if owned else 0,
-            "ready_file": str(ready), "settings": settings.to_dict(), "log_level": settings.log_level,
-            "log_format": settings.log_format, "timeout": settings.start_timeout_s, "node": node}
+    spec = {
+        "port": port,
+        "data_dir": str(data),
+        "owner_pid": os.getpid() if owned else 0,
+        "ready_file": str(ready),
+        "settings": settings.to_dict(),
+        "log_level": settings.log_level,
+        "log_format": settings.log_format,
+        "timeout": settings.start_timeout_s,
+        "node": node,
+    }
     env = {k: v for k, v in os.environ.items() if k != "ADK_CONFIG"}
     env.update(_thespian_env(settings, port))
     if settings.gemini_api_key is not None:
@@ -695,16 +762,25 @@ def start(settings: Settings | None = None, *, owned: bool | None = None, node: 
     env["ADK_GEMINI_BASE_URL"] = settings.gemini_base_url
     boot_log = data / "logs" / f"system-{port}.out"
     with open(boot_log, "ab", opener=private_opener) as out:
-        proc = subprocess.Popen([sys.executable, "-m", "adk_actors.runtime.boot", json.dumps(spec)],
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, close_fds=True,
-                                env=env, cwd=os.getcwd())
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "adk_actors.runtime.boot", json.dumps(spec)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            close_fds=True,
+            env=env,
+            cwd=os.getcwd(),
+        )
     try:
         proc.wait(timeout=settings.start_timeout_s + 5)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-        raise SystemNotRunning("the actor system did not boot in time", reason="start_timeout",
-                               details={"port": port, "boot_log": str(boot_log)}) from None
+        raise SystemNotRunning(
+            "the actor system did not boot in time",
+            reason="start_timeout",
+            details={"port": port, "boot_log": str(boot_log)},
+        ) from None
     try:
         result = json.loads(ready.read_text())
     except (OSError, ValueError):
@@ -714,8 +790,11 @@ def start(settings: Settings | None = None, *, owned: bool | None = None, node: 
     if not result.get("ok"):
         if isinstance(result.get("adk_error"), dict):
             raise error_from_dict(result["adk_error"])
-        raise SystemNotRunning("the actor system failed to boot", reason="start_failed",
-                               details={"port": port, "error": result.get("error"), "boot_log": str(boot_log)})
+        raise SystemNotRunning(
+            "the actor system failed to boot",
+            reason="start_failed",
+            details={"port": port, "error": result.get("error"), "boot_log": str(boot_log)},
+        )
     try:
         handle = _connect(settings, port, owned=owned, timeout=settings.start_timeout_s)
     except BaseException:
@@ -727,8 +806,13 @@ def start(settings: Settings | None = None, *, owned: bool | None = None, node: 
     return handle
 
 
-def attach(port: int | None = None, settings: Settings | None = None, *, make_default: bool = True,
-           timeout: float | None = None) -> ActorSystemHandle:
+def attach(
+    port: int | None = None,
+    settings: Settings | None = None,
+    *,
+    make_default: bool = True,
+    timeout: float | None = None,
+) -> ActorSystemHandle:
     """Join a running system (attached mode: stopping this process leaves the system running).
 
     ``port`` defaults to ``$ADK_SYSTEM_PORT`` (set inside actor processes), then ``settings.admin_port``.
@@ -774,8 +858,9 @@ def stop() -> None:
 
 
 @contextlib.contextmanager
-def open_actor_system(settings: Settings | None = None, *, node: str = "adk_actors.runtime.children",
-                      **overrides: Any) -> Iterator[ActorSystemHandle]:
+def open_actor_system(
+    settings: Settings | None = None, *, node: str = "adk_actors.runtime.children", **overrides: Any
+) -> Iterator[ActorSystemHandle]:
     """Start an owned system for the duration of a ``with`` block; stopped on exit, also on error."""
     handle = start(settings, node=node, **overrides)
     try:

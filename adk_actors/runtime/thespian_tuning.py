@@ -71,8 +71,11 @@ class OnePoll:
         if fd in self._fds:
             raise KeyError(f"{fileobj!r} (FD {fd}) is already registered")
         self._fds[fd] = events
-        self._poll.register(fd, (select.POLLIN if events & selectors.EVENT_READ else 0)
-                            | (select.POLLOUT if events & selectors.EVENT_WRITE else 0))
+        self._poll.register(
+            fd,
+            (select.POLLIN if events & selectors.EVENT_READ else 0)
+            | (select.POLLOUT if events & selectors.EVENT_WRITE else 0),
+        )
         return _Key(fd, events)
 
     def select(self, timeout: float | None = None) -> list[tuple[_Key, int]]:
@@ -207,9 +210,15 @@ class LogRelay:
             for handler, record in batch:
                 self.forward(handler, record)
             if dropped and batch:
-                note = logging.LogRecord("adk_actors.runtime", logging.WARNING, __file__, 0,
-                                         "%d log records of other threads dropped (more than %d waiting)",
-                                         (dropped, self.MAX_PENDING), None)
+                note = logging.LogRecord(
+                    "adk_actors.runtime",
+                    logging.WARNING,
+                    __file__,
+                    0,
+                    "%d log records of other threads dropped (more than %d waiting)",
+                    (dropped, self.MAX_PENDING),
+                    None,
+                )
                 self.forward(batch[-1][0], note)
             return len(batch)
         finally:

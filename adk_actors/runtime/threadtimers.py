@@ -86,8 +86,12 @@ class ThreadTimers:
             try:
                 callback()
             except Exception as exc:  # logged, and the thread lives on for the other timers
-                log_crash("adk_actors.thread_timers", "timer callback raised", exc,
-                          callback=getattr(callback, "__qualname__", type(callback).__name__))
+                log_crash(
+                    "adk_actors.thread_timers",
+                    "timer callback raised",
+                    exc,
+                    callback=getattr(callback, "__qualname__", type(callback).__name__),
+                )
 
 
 thread_timers = ThreadTimers()

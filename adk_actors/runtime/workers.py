@@ -112,8 +112,11 @@ def normalize_result(value: Any, _depth: int = 0) -> Any:
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise WorkerError("result object keys must be strings", reason="unserializable_result",
-                                  details={"type": type(key).__name__})
+                raise WorkerError(
+                    "result object keys must be strings",
+                    reason="unserializable_result",
+                    details={"type": type(key).__name__},
+                )
             out[key] = normalize_result(item, _depth + 1)
         return out
     if isinstance(value, list | tuple):
@@ -123,8 +126,7 @@ def normalize_result(value: Any, _depth: int = 0) -> Any:
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
         return normalize_result(to_dict(), _depth + 1)
-    raise WorkerError("result is not JSON-safe", reason="unserializable_result",
-                      details={"type": type(value).__name__})
+    raise WorkerError("result is not JSON-safe", reason="unserializable_result", details={"type": type(value).__name__})
 
 
 class Worker(GenServer):
@@ -152,19 +154,23 @@ class Worker(GenServer):
         except AdkError as err:
             error = err
         except MemoryError:
-            error = WorkerError("the job exceeded its memory limit", reason="memory_limit",
-                                details={"callable": message.fn.label})
+            error = WorkerError(
+                "the job exceeded its memory limit", reason="memory_limit", details={"callable": message.fn.label}
+            )
         except Exception as exc:
             # The node log gets the crash report; the caller gets the exception type only.
-            self.log.error("job function raised", worker=self._child_id, callable=message.fn.label,
-                           **crash_fields(exc))
-            error = AdkError(f"the function raised {type(exc).__name__}", reason="function_failed",
-                             details={"callable": message.fn.label, "exception_type": type(exc).__name__})
+            self.log.error("job function raised", worker=self._child_id, callable=message.fn.label, **crash_fields(exc))
+            error = AdkError(
+                f"the function raised {type(exc).__name__}",
+                reason="function_failed",
+                details={"callable": message.fn.label, "exception_type": type(exc).__name__},
+            )
         finally:
             if message.rlimit_as:
                 resource.setrlimit(resource.RLIMIT_AS, previous)
-        self._port.send(self._parent, _JobDone(job_id=message.job_id, worker_id=self._child_id, value=value,
-                                               error=error))
+        self._port.send(
+            self._parent, _JobDone(job_id=message.job_id, worker_id=self._child_id, value=value, error=error)
+        )
 
 
 async def _await(awaitable: Any) -> Any:
@@ -218,15 +224,18 @@ class WorkerPool(GenServer):
         worker_id = f"worker-{self.serial}"
         address = self.createActor(Worker)
         self.workers[worker_id] = _W(worker_id, address)
-        self.send(address, SupInit(parent=self.myAddress, child_id=worker_id, registry=self._registry,
-                                   system_port=self._system_port))
+        self.send(
+            address,
+            SupInit(parent=self.myAddress, child_id=worker_id, registry=self._registry, system_port=self._system_port),
+        )
 
     # ---- jobs ------------------------------------------------------------------------------------------------
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
         if isinstance(request, RunJob):
             if len(self.queue) >= self.spec.max_queue:
-                raise WorkerError("the worker queue is full", reason="queue_full",
-                                  details={"max_queue": self.spec.max_queue})
+                raise WorkerError(
+                    "the worker queue is full", reason="queue_full", details={"max_queue": self.spec.max_queue}
+                )
             job = _Job(ctx.call_id, ctx, request)
             job.timer = self.start_timer(max(0.0, self._deadline(job) - time.monotonic()), _JobDeadline(job.job_id))
             self.queue.append(job)
@@ -241,9 +250,16 @@ class WorkerPool(GenServer):
             worker = idle.pop(0)
             worker.state, worker.job_id, job.worker_id = "busy", job.job_id, worker.worker_id
             self.running[job.job_id] = job
-            self._port.send(worker.ready_address or worker.address,
-                            _Exec(job_id=job.job_id, fn=job.request.fn, args=job.request.args,
-                                  kwargs=job.request.kwargs, rlimit_as=self._rlimit(job.request)))
+            self._port.send(
+                worker.ready_address or worker.address,
+                _Exec(
+                    job_id=job.job_id,
+                    fn=job.request.fn,
+                    args=job.request.args,
+                    kwargs=job.request.kwargs,
+                    rlimit_as=self._rlimit(job.request),
+                ),
+            )
 
     @staticmethod
     def _deadline(job: _Job) -> float:
@@ -285,8 +301,11 @@ class WorkerPool(GenServer):
             super().handle_info(message, sender)
 
     def _cancel(self, job_id: str, timeout: bool = False) -> None:
-        error = (WorkerError("the job missed its deadline", reason="job_timeout") if timeout
-                 else WorkerError("the job was cancelled", reason="cancelled"))
+        error = (
+            WorkerError("the job missed its deadline", reason="job_timeout")
+            if timeout
+            else WorkerError("the job was cancelled", reason="cancelled")
+        )
         for job in list(self.queue):
             if job.job_id == job_id:
                 self.queue.remove(job)
@@ -346,13 +365,26 @@ class WorkerPool(GenServer):
             job = self.running.pop(worker.job_id)
             if job is not None:
                 self.lost += 1
-                self._finish(job, None, WorkerError("the worker process died under the job", reason="worker_lost",
-                                                    details={"callable": job.request.fn.label}))
+                self._finish(
+                    job,
+                    None,
+                    WorkerError(
+                        "the worker process died under the job",
+                        reason="worker_lost",
+                        details={"callable": job.request.fn.label},
+                    ),
+                )
         self.replaced += 1
         self._start_worker()
 
     def status(self) -> dict[str, Any]:
-        return {"kind": "worker_pool",
-                "workers": [{"id": w.worker_id, "pid": w.pid, "state": w.state} for w in self.workers.values()],
-                "queued": len(self.queue), "running": len(self.running), "completed": self.completed,
-                "replaced": self.replaced, "killed": self.killed, "lost": self.lost}
+        return {
+            "kind": "worker_pool",
+            "workers": [{"id": w.worker_id, "pid": w.pid, "state": w.state} for w in self.workers.values()],
+            "queued": len(self.queue),
+            "running": len(self.running),
+            "completed": self.completed,
+            "replaced": self.replaced,
+            "killed": self.killed,
+            "lost": self.lost,
+        }

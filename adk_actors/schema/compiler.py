@@ -71,11 +71,13 @@ def normalize_schema(schema: Any) -> JsonSchema:
     if isinstance(schema, bool):
         return schema
     if not isinstance(schema, dict):
-        raise SchemaError("a JSON Schema is an object or a boolean", reason="invalid_schema",
-                          details={"type": type(schema).__name__})
+        raise SchemaError(
+            "a JSON Schema is an object or a boolean", reason="invalid_schema", details={"type": type(schema).__name__}
+        )
     try:
-        copied, _ = copy_json(schema, error=SchemaError, field="schema", max_bytes=MAX_SCHEMA_BYTES,
-                              limit_name="max_schema_bytes")
+        copied, _ = copy_json(
+            schema, error=SchemaError, field="schema", max_bytes=MAX_SCHEMA_BYTES, limit_name="max_schema_bytes"
+        )
     except SchemaError as exc:
         if exc.reason == "limit_exceeded":
             raise
@@ -167,19 +169,29 @@ class CompiledSchema:
         try:
             copied, _ = copy_json(value, error=SchemaError, field=field)
         except SchemaError as exc:
-            raise SchemaError("arguments are not JSON-safe", reason="invalid_arguments",
-                              details={"field": field, "path": exc.details.get("path", "$"),
-                                       "rule": exc.reason}) from None
+            raise SchemaError(
+                "arguments are not JSON-safe",
+                reason="invalid_arguments",
+                details={"field": field, "path": exc.details.get("path", "$"), "rule": exc.reason},
+            ) from None
         try:
             self._validator(copied)
         except fastjsonschema.JsonSchemaValueException as exc:
-            raise SchemaError("arguments do not match the schema", reason="invalid_arguments",
-                              details={"field": field, "path": _format_path(exc.path, value, self._declared),
-                                       "rule": str(exc.rule or "schema")}) from None
+            raise SchemaError(
+                "arguments do not match the schema",
+                reason="invalid_arguments",
+                details={
+                    "field": field,
+                    "path": _format_path(exc.path, value, self._declared),
+                    "rule": str(exc.rule or "schema"),
+                },
+            ) from None
         except Exception as exc:
-            raise SchemaError("arguments could not be validated", reason="invalid_arguments",
-                              details={"field": field, "path": "$", "rule": "internal",
-                                       "error": type(exc).__name__}) from None
+            raise SchemaError(
+                "arguments could not be validated",
+                reason="invalid_arguments",
+                details={"field": field, "path": "$", "rule": "internal", "error": type(exc).__name__},
+            ) from None
         return copied
 
     def is_valid(self, value: Any) -> bool:
@@ -216,10 +228,12 @@ def compile_schema(schema: Any) -> CompiledSchema:
     except Exception as exc:
         # fastjsonschema reports malformed schemas through many exception types (definition errors, regex
         # errors, attribute/type errors from its code generator); all mean the same thing to a caller.
-        raise SchemaError("schema does not compile", reason="invalid_schema",
-                          details={"error": type(exc).__name__}) from None
-    compiled = CompiledSchema(schema=normalized, digest=digest, _validator=validator,
-                              _declared=_declared_names(normalized))
+        raise SchemaError(
+            "schema does not compile", reason="invalid_schema", details={"error": type(exc).__name__}
+        ) from None
+    compiled = CompiledSchema(
+        schema=normalized, digest=digest, _validator=validator, _declared=_declared_names(normalized)
+    )
     with _cache_lock:
         _cache[digest] = compiled
         while len(_cache) > MAX_CACHED_SCHEMAS:

@@ -16,14 +16,34 @@ from adk_actors.content.parts import check_function_name
 from adk_actors.errors import ContentError, SchemaError, ValidationError
 from adk_actors.schema.compiler import JsonSchema, compile_schema
 
-__all__ = ["LEGACY_KEYWORDS", "LEGACY_TYPES", "gemini_function_declaration", "gemini_parameters",
-           "legacy_schema"]
+__all__ = ["LEGACY_KEYWORDS", "LEGACY_TYPES", "gemini_function_declaration", "gemini_parameters", "legacy_schema"]
 
-LEGACY_KEYWORDS = frozenset({
-    "type", "format", "title", "description", "nullable", "enum", "items", "minItems", "maxItems", "properties",
-    "required", "minProperties", "maxProperties", "minLength", "maxLength", "pattern", "minimum", "maximum",
-    "anyOf", "propertyOrdering", "default", "example",
-})
+LEGACY_KEYWORDS = frozenset(
+    {
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "items",
+        "minItems",
+        "maxItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minimum",
+        "maximum",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "example",
+    }
+)
 LEGACY_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object"})
 _COUNTS = frozenset({"minItems", "maxItems", "minProperties", "maxProperties", "minLength", "maxLength"})
 _TEXTS = frozenset({"format", "title", "description", "pattern"})
@@ -147,11 +167,12 @@ def gemini_function_declaration(name: str, description: str, schema: Any = None)
         check_function_name(name)
     except ContentError:
         raise SchemaError("invalid function name", reason="invalid_function_name") from None
-    if (not isinstance(description, str) or len(description) > MAX_DESCRIPTION_CHARS
-            or not _is_json_text(description)):
-        raise SchemaError("description must be a bounded str without NUL or lone surrogates",
-                          reason="invalid_description",
-                          details={"max_chars": MAX_DESCRIPTION_CHARS, "type": type(description).__name__})
+    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION_CHARS or not _is_json_text(description):
+        raise SchemaError(
+            "description must be a bounded str without NUL or lone surrogates",
+            reason="invalid_description",
+            details={"max_chars": MAX_DESCRIPTION_CHARS, "type": type(description).__name__},
+        )
     declaration: dict[str, Any] = {"name": name, "description": description}
     if schema is not None:
         key, projected = gemini_parameters(schema)

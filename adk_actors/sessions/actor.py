@@ -23,9 +23,21 @@ from adk_actors.sessions.messages import MAX_SUMMARY_ROWS, SessionBatch, Session
 
 __all__ = ["STORE_NAME", "ActorSessionService", "SessionStoreActor", "summarize"]
 
-_METHODS = frozenset({"create_session", "get_session", "list_sessions", "delete_session", "update_state",
-                      "add_event", "add_event_if_state", "clear_temp_state", "compact_events",
-                      "save_conversation", "load_conversation"})
+_METHODS = frozenset(
+    {
+        "create_session",
+        "get_session",
+        "list_sessions",
+        "delete_session",
+        "update_state",
+        "add_event",
+        "add_event_if_state",
+        "clear_temp_state",
+        "compact_events",
+        "save_conversation",
+        "load_conversation",
+    }
+)
 
 
 class SessionStoreActor(GenServer):
@@ -47,8 +59,11 @@ class SessionStoreActor(GenServer):
 
     def _apply(self, op: SessionOp) -> Any:
         if not isinstance(op, SessionOp) or op.method not in _METHODS:
-            raise ConfigError("not a session service method", reason="unknown_method",
-                              details={"method": str(getattr(op, "method", "?"))[:64]})
+            raise ConfigError(
+                "not a session service method",
+                reason="unknown_method",
+                details={"method": str(getattr(op, "method", "?"))[:64]},
+            )
         self.ops += 1
         method = getattr(self.service, op.method)
         try:
@@ -59,8 +74,11 @@ class SessionStoreActor(GenServer):
         except Exception as exc:
             # The store's data lives only in this process: a crash (and the restart it brings) would lose every
             # session for one malformed request, so anything the service did not foresee is a bad argument.
-            raise ValidationError("malformed session request", reason="invalid_arguments",
-                                  details={"method": op.method, "error": type(exc).__name__}) from None
+            raise ValidationError(
+                "malformed session request",
+                reason="invalid_arguments",
+                details={"method": op.method, "error": type(exc).__name__},
+            ) from None
 
     def status(self) -> dict[str, Any]:
         return {"kind": "session_store", "backend": "memory", "operations": self.ops}
@@ -73,8 +91,7 @@ def summarize(counts: dict[str, dict[str, int]], limit: int) -> dict[str, Any]:
         ValidationError: ``limit`` is not a non-negative int (a bad request must not crash the store).
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ValidationError("limit must be a non-negative integer", reason="invalid_value",
-                              details={"key": "limit"})
+        raise ValidationError("limit must be a non-negative integer", reason="invalid_value", details={"key": "limit"})
     limit = min(limit, MAX_SUMMARY_ROWS)
     apps: dict[str, dict[str, int]] = {}
     rows = 0

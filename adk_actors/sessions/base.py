@@ -20,8 +20,9 @@ def as_ref(ref: SessionRef | Session) -> SessionRef:
         return ref
     from adk_actors.errors import ValidationError
 
-    raise ValidationError("expected a SessionRef or a Session", reason="invalid_session_ref",
-                          details={"type": type(ref).__name__})
+    raise ValidationError(
+        "expected a SessionRef or a Session", reason="invalid_session_ref", details={"type": type(ref).__name__}
+    )
 
 
 @runtime_checkable
@@ -34,9 +35,16 @@ class BaseSessionService(Protocol):
     :meth:`clear_temp_state` at the final or error boundary of an invocation.
     """
 
-    def create_session(self, *, app_name: str, user_id: str, session_id: str | None = None,
-                       state: Mapping[str, Any] | None = None, events: Sequence[Any] = (),
-                       if_exists: IfExists = "return") -> Session:
+    def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+        events: Sequence[Any] = (),
+        if_exists: IfExists = "return",
+    ) -> Session:
         """Create a session, or return the existing one (never overwritten, even by a concurrent creator).
 
         ``state`` and ``events`` (applied in order, as by ``add_event``) only take effect when this call creates
@@ -64,8 +72,7 @@ class BaseSessionService(Protocol):
         """Append an event and apply its state delta (unless partial) in one atomic write."""
         ...
 
-    def add_event_if_state(self, ref: SessionRef | Session, event: Any,
-                           expected: Mapping[str, Any]) -> AppendResult:
+    def add_event_if_state(self, ref: SessionRef | Session, event: Any, expected: Mapping[str, Any]) -> AppendResult:
         """Append only if the merged state matches ``expected``; else ``ConcurrencyConflict(state_mismatch)``."""
         ...
 
@@ -73,8 +80,9 @@ class BaseSessionService(Protocol):
         """Forget the session's ``temp:`` keys."""
         ...
 
-    def compact_events(self, ref: SessionRef | Session, *, through_seq: int, compaction_event: Any,
-                       expected_version: int | None = None) -> AppendResult:
+    def compact_events(
+        self, ref: SessionRef | Session, *, through_seq: int, compaction_event: Any, expected_version: int | None = None
+    ) -> AppendResult:
         """Atomically replace the events with ``seq <= through_seq`` by one compaction event."""
         ...
 

@@ -28,8 +28,9 @@ STORE_NAME = "sessions"
 
 def _sequence(value: Any, key: str) -> Sequence[Any]:
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        raise ValidationError(f"{key} must be a list", reason="invalid_value",
-                              details={"key": key, "type": type(value).__name__})
+        raise ValidationError(
+            f"{key} must be a list", reason="invalid_value", details={"key": key, "type": type(value).__name__}
+        )
     return value
 
 
@@ -38,6 +39,7 @@ def _event_data(event: Any) -> dict[str, Any]:
     data = check_json(event_to_dict(event), "event")
     assert isinstance(data, dict)
     return data
+
 
 class ActorSessionService:
     """A ``BaseSessionService`` whose every method is an ask to the node's ``sessions`` actor (picklable)."""
@@ -59,19 +61,35 @@ class ActorSessionService:
     # Every method validates in the caller's process and sends only plain data (SessionRef, JSON copies): a value
     # the store could not unpickle or handle never leaves the caller, and a bad argument fails at once.
 
-    def create_session(self, *, app_name: str, user_id: str, session_id: str | None = None,
-                       state: Mapping[str, Any] | None = None, events: Sequence[Any] = (),
-                       if_exists: IfExists = "return") -> Session:
+    def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+        events: Sequence[Any] = (),
+        if_exists: IfExists = "return",
+    ) -> Session:
         validate_name(app_name, "app_name")
         validate_name(user_id, "user_id")
         if session_id is not None:
             validate_name(session_id, "session_id")
         if if_exists not in ("return", "error"):
-            raise ValidationError("if_exists must be 'return' or 'error'", reason="invalid_value",
-                                  details={"key": "if_exists", "type": type(if_exists).__name__})
-        return self._op("create_session", app_name=app_name, user_id=user_id, session_id=session_id,
-                        state=check_delta(state) if state is not None else None,
-                        events=tuple(_event_data(e) for e in _sequence(events, "events")), if_exists=if_exists)
+            raise ValidationError(
+                "if_exists must be 'return' or 'error'",
+                reason="invalid_value",
+                details={"key": "if_exists", "type": type(if_exists).__name__},
+            )
+        return self._op(
+            "create_session",
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            state=check_delta(state) if state is not None else None,
+            events=tuple(_event_data(e) for e in _sequence(events, "events")),
+            if_exists=if_exists,
+        )
 
     def get_session(self, ref: SessionRef | Session) -> Session:
         return self._op("get_session", as_ref(ref))
@@ -97,17 +115,24 @@ class ActorSessionService:
     def clear_temp_state(self, ref: SessionRef | Session) -> None:
         self._op("clear_temp_state", as_ref(ref))
 
-    def compact_events(self, ref: SessionRef | Session, *, through_seq: int, compaction_event: Any,
-                       expected_version: int | None = None) -> AppendResult:
+    def compact_events(
+        self, ref: SessionRef | Session, *, through_seq: int, compaction_event: Any, expected_version: int | None = None
+    ) -> AppendResult:
         check_int(through_seq, "through_seq", minimum=1)
         if expected_version is not None:
             check_int(expected_version, "expected_version", minimum=0)
-        return self._op("compact_events", as_ref(ref), through_seq=through_seq,
-                        compaction_event=_event_data(compaction_event), expected_version=expected_version)
+        return self._op(
+            "compact_events",
+            as_ref(ref),
+            through_seq=through_seq,
+            compaction_event=_event_data(compaction_event),
+            expected_version=expected_version,
+        )
 
     def save_conversation(self, app_name: str, agent_name: str, key: str, history: Sequence[Any]) -> None:
-        self._op("save_conversation", app_name, agent_name, key,
-                 conversation_payload(app_name, agent_name, key, history))
+        self._op(
+            "save_conversation", app_name, agent_name, key, conversation_payload(app_name, agent_name, key, history)
+        )
 
     def load_conversation(self, app_name: str, agent_name: str, key: str) -> list[Any]:
         for value, what in ((app_name, "app_name"), (agent_name, "agent_name"), (key, "key")):

@@ -19,8 +19,11 @@ def default_sqlite_url(data_dir: str | os.PathLike[str]) -> str:
     return f"sqlite:///{Path(data_dir).expanduser().resolve() / 'sessions.db'}"
 
 
-def session_service_from_settings(backend: str, url: str = "", data_dir: str | os.PathLike[str] = "var/adk",
-                                  ) -> BaseSessionService:
+def session_service_from_settings(
+    backend: str,
+    url: str = "",
+    data_dir: str | os.PathLike[str] = "var/adk",
+) -> BaseSessionService:
     """Build the configured session service (``settings.session_backend`` / ``session_url`` / ``data_dir``).
 
     A SQL backend is opened and migrated here, so a backend that cannot initialize fails at startup instead of
@@ -39,8 +42,11 @@ def session_service_from_settings(backend: str, url: str = "", data_dir: str | o
         return InMemorySessionService()
     if backend == "sql":
         return SqlSessionService(url or default_sqlite_url(data_dir)).open()
-    raise ConfigError("session_backend must be 'memory' or 'sql'", reason="invalid_value",
-                      details={"key": "session_backend", "value": str(backend)[:64]})
+    raise ConfigError(
+        "session_backend must be 'memory' or 'sql'",
+        reason="invalid_value",
+        details={"key": "session_backend", "value": str(backend)[:64]},
+    )
 
 
 def session_service_for(settings: Settings) -> BaseSessionService:

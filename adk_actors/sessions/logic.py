@@ -37,14 +37,14 @@ def not_found(ref: SessionRef) -> SessionNotFound:
 
 def conversation_not_found(app_name: str, agent_name: str, key: str) -> SessionNotFound:
     """The error for a missing legacy conversation."""
-    return SessionNotFound("no saved conversation", details={"app_name": app_name, "agent_name": agent_name,
-                                                            "key": key})
+    return SessionNotFound(
+        "no saved conversation", details={"app_name": app_name, "agent_name": agent_name, "key": key}
+    )
 
 
 def already_exists(ref: SessionRef) -> SessionError:
     """The error for ``create_session(..., if_exists="error")`` on an existing session."""
-    return SessionError(f"session {ref.session_id!r} already exists", reason="already_exists",
-                        details=ref.as_details())
+    return SessionError(f"session {ref.session_id!r} already exists", reason="already_exists", details=ref.as_details())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,8 +80,15 @@ def plan_create(state: Mapping[str, Any] | None, events: Sequence[Any]) -> Creat
     return CreatePlan(session_state=session_state, user_delta=user, app_delta=app, temp=temp, events=prepared)
 
 
-def check_expected(ref: SessionRef, *, session: Mapping[str, Any], user: Mapping[str, Any],
-                   app: Mapping[str, Any], temp: Mapping[str, Any], expected: Mapping[str, Any]) -> None:
+def check_expected(
+    ref: SessionRef,
+    *,
+    session: Mapping[str, Any],
+    user: Mapping[str, Any],
+    app: Mapping[str, Any],
+    temp: Mapping[str, Any],
+    expected: Mapping[str, Any],
+) -> None:
     """Raise unless the merged state matches ``expected``.
 
     Raises:
@@ -92,12 +99,16 @@ def check_expected(ref: SessionRef, *, session: Mapping[str, Any], user: Mapping
         raise ValidationError("expected state must be a mapping", reason="invalid_state")
     bad = mismatched_keys(merge_state(session=session, user=user, app=app, temp=temp), expected)
     if bad:
-        raise ConcurrencyConflict("session state does not match the expected values", reason="state_mismatch",
-                                  details={**ref.as_details(), "keys": bad})
+        raise ConcurrencyConflict(
+            "session state does not match the expected values",
+            reason="state_mismatch",
+            details={**ref.as_details(), "keys": bad},
+        )
 
 
-def check_compaction(ref: SessionRef, *, through_seq: Any, last_seq: int, version: int,
-                     expected_version: int | None) -> None:
+def check_compaction(
+    ref: SessionRef, *, through_seq: Any, last_seq: int, version: int, expected_version: int | None
+) -> None:
     """Validate a compaction request against the current session.
 
     Raises:
@@ -105,12 +116,17 @@ def check_compaction(ref: SessionRef, *, through_seq: Any, last_seq: int, versio
         ConcurrencyConflict: reason ``stale_session`` when ``expected_version`` differs from the current version.
     """
     if isinstance(through_seq, bool) or not isinstance(through_seq, int) or not 1 <= through_seq <= last_seq:
-        raise ValidationError("through_seq must be an appended sequence number", reason="invalid_value",
-                              details={**ref.as_details(), "through_seq": str(through_seq), "last_seq": last_seq})
+        raise ValidationError(
+            "through_seq must be an appended sequence number",
+            reason="invalid_value",
+            details={**ref.as_details(), "through_seq": str(through_seq), "last_seq": last_seq},
+        )
     if expected_version is not None and expected_version != version:
-        raise ConcurrencyConflict("the session changed since it was read", reason="stale_session",
-                                  details={**ref.as_details(), "expected_version": expected_version,
-                                           "version": version})
+        raise ConcurrencyConflict(
+            "the session changed since it was read",
+            reason="stale_session",
+            details={**ref.as_details(), "expected_version": expected_version, "version": version},
+        )
 
 
 def conversation_payload(app_name: str, agent_name: str, key: str, history: Sequence[Any]) -> list[Any]:
@@ -124,15 +140,19 @@ def conversation_payload(app_name: str, agent_name: str, key: str, history: Sequ
     validate_name(agent_name, "agent_name")
     validate_name(key, "key")
     if not isinstance(history, list | tuple):
-        raise ValidationError("history must be a list", reason="invalid_value",
-                              details={"type": type(history).__name__})
+        raise ValidationError(
+            "history must be a list", reason="invalid_value", details={"type": type(history).__name__}
+        )
     try:
         items = [item.to_dict() if callable(getattr(item, "to_dict", None)) else item for item in history]
     except AdkError:
         raise
     except Exception as exc:  # a hostile item's to_dict is a bad argument, not a reason to crash the store
-        raise ValidationError("history items must be JSON values or messages", reason="invalid_value",
-                              details={"error": type(exc).__name__}) from None
+        raise ValidationError(
+            "history items must be JSON values or messages",
+            reason="invalid_value",
+            details={"error": type(exc).__name__},
+        ) from None
     payload = copy_json(items, field="history")[0]
     assert isinstance(payload, list)
     return payload

@@ -95,15 +95,28 @@ class InMemorySessionService:
         return rec
 
     def _merged(self, ref: SessionRef, rec: _Record) -> dict[str, Any]:
-        return copy.deepcopy(merge_state(session=rec.state, user=self._user_state.get((ref.app_name, ref.user_id), {}),
-                           app=self._app_state.get(ref.app_name, {}), temp=self._temp.get(self._key(ref))))
+        return copy.deepcopy(
+            merge_state(
+                session=rec.state,
+                user=self._user_state.get((ref.app_name, ref.user_id), {}),
+                app=self._app_state.get(ref.app_name, {}),
+                temp=self._temp.get(self._key(ref)),
+            )
+        )
 
     def _snapshot(self, ref: SessionRef, rec: _Record, *, with_events: bool) -> Session:
         events = rec.events if with_events else []
-        return Session(app_name=ref.app_name, user_id=ref.user_id, id=ref.session_id,
-                       state=self._merged(ref, rec), events=tuple(e for _, e in events),
-                       event_seqs=tuple(s for s, _ in events), last_update_time=rec.update_time,
-                       version=rec.version, last_seq=rec.last_seq)
+        return Session(
+            app_name=ref.app_name,
+            user_id=ref.user_id,
+            id=ref.session_id,
+            state=self._merged(ref, rec),
+            events=tuple(e for _, e in events),
+            event_seqs=tuple(s for s, _ in events),
+            last_update_time=rec.update_time,
+            version=rec.version,
+            last_seq=rec.last_seq,
+        )
 
     def _apply_shared(self, ref: SessionRef, user: Mapping[str, Any], app: Mapping[str, Any]) -> None:
         if user:
@@ -122,14 +135,20 @@ class InMemorySessionService:
         self._apply_shared(ref, ev.delta.user, ev.delta.app)
         if ev.delta.temp:
             self._temp[self._key(ref)] = apply_delta(self._temp.get(self._key(ref), {}), ev.delta.temp)
-        return AppendResult(seq=rec.last_seq, version=rec.version, last_update_time=now,
-                            state=self._merged(ref, rec))
+        return AppendResult(seq=rec.last_seq, version=rec.version, last_update_time=now, state=self._merged(ref, rec))
 
     # -- the protocol ----------------------------------------------------------------------------------------
 
-    def create_session(self, *, app_name: str, user_id: str, session_id: str | None = None,
-                       state: Mapping[str, Any] | None = None, events: Sequence[Any] = (),
-                       if_exists: IfExists = "return") -> Session:
+    def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+        events: Sequence[Any] = (),
+        if_exists: IfExists = "return",
+    ) -> Session:
         """See :meth:`BaseSessionService.create_session`.
 
         Raises:
@@ -147,8 +166,9 @@ class InMemorySessionService:
             now = self._clock()
             n = len(plan.events)
             stored = [(i + 1, decode_event(e.data)) for i, e in enumerate(plan.events)]
-            rec = _Record(state=plan.session_state, events=stored, version=n, last_seq=n, create_time=now,
-                          update_time=now)
+            rec = _Record(
+                state=plan.session_state, events=stored, version=n, last_seq=n, create_time=now, update_time=now
+            )
             self._sessions[self._key(ref)] = rec
             self._apply_shared(ref, plan.user_delta, plan.app_delta)
             if plan.temp:
@@ -175,9 +195,11 @@ class InMemorySessionService:
         if user_id is not None:
             validate_name(user_id, "user_id")
         with self._lock:
-            found = [(SessionRef(app_name=a, user_id=u, session_id=s), rec)
-                     for (a, u, s), rec in self._sessions.items()
-                     if a == app_name and (user_id is None or u == user_id)]
+            found = [
+                (SessionRef(app_name=a, user_id=u, session_id=s), rec)
+                for (a, u, s), rec in self._sessions.items()
+                if a == app_name and (user_id is None or u == user_id)
+            ]
             found.sort(key=lambda item: (-item[1].update_time, item[0].user_id, item[0].session_id))
             return [self._snapshot(ref, rec, with_events=False) for ref, rec in found]
 
@@ -218,8 +240,7 @@ class InMemorySessionService:
         with self._lock:
             return self._append(ref, self._record(ref), ev)
 
-    def add_event_if_state(self, ref: SessionRef | Session, event: Any,
-                           expected: Mapping[str, Any]) -> AppendResult:
+    def add_event_if_state(self, ref: SessionRef | Session, event: Any, expected: Mapping[str, Any]) -> AppendResult:
         """See :meth:`BaseSessionService.add_event_if_state`.
 
         Raises:
@@ -231,9 +252,14 @@ class InMemorySessionService:
         ev = prepare_event(event)
         with self._lock:
             rec = self._record(ref)
-            check_expected(ref, session=rec.state, user=self._user_state.get((ref.app_name, ref.user_id), {}),
-                           app=self._app_state.get(ref.app_name, {}), temp=self._temp.get(self._key(ref), {}),
-                           expected=expected)
+            check_expected(
+                ref,
+                session=rec.state,
+                user=self._user_state.get((ref.app_name, ref.user_id), {}),
+                app=self._app_state.get(ref.app_name, {}),
+                temp=self._temp.get(self._key(ref), {}),
+                expected=expected,
+            )
             return self._append(ref, rec, ev)
 
     def clear_temp_state(self, ref: SessionRef | Session) -> None:
@@ -247,8 +273,9 @@ class InMemorySessionService:
             self._record(ref)
             self._temp.pop(self._key(ref), None)
 
-    def compact_events(self, ref: SessionRef | Session, *, through_seq: int, compaction_event: Any,
-                       expected_version: int | None = None) -> AppendResult:
+    def compact_events(
+        self, ref: SessionRef | Session, *, through_seq: int, compaction_event: Any, expected_version: int | None = None
+    ) -> AppendResult:
         """See :meth:`BaseSessionService.compact_events`.
 
         The compaction event takes ``seq = through_seq``; its state delta is not applied (the state already
@@ -263,14 +290,20 @@ class InMemorySessionService:
         ev = prepare_event(compaction_event)
         with self._lock:
             rec = self._record(ref)
-            check_compaction(ref, through_seq=through_seq, last_seq=rec.last_seq, version=rec.version,
-                             expected_version=expected_version)
+            check_compaction(
+                ref,
+                through_seq=through_seq,
+                last_seq=rec.last_seq,
+                version=rec.version,
+                expected_version=expected_version,
+            )
             kept = [(s, d) for s, d in rec.events if s > through_seq]
             rec.events = [(through_seq, decode_event(ev.data)), *kept]
             rec.version += 1
             rec.update_time = self._clock()
-            return AppendResult(seq=through_seq, version=rec.version, last_update_time=rec.update_time,
-                                state=self._merged(ref, rec))
+            return AppendResult(
+                seq=through_seq, version=rec.version, last_update_time=rec.update_time, state=self._merged(ref, rec)
+            )
 
     def save_conversation(self, app_name: str, agent_name: str, key: str, history: Sequence[Any]) -> None:
         """See :meth:`BaseSessionService.save_conversation`.
@@ -307,4 +340,3 @@ class InMemorySessionService:
                 users = counts.setdefault(app_name, {})
                 users[user_id] = users.get(user_id, 0) + 1
         return {app: dict(sorted(users.items())) for app, users in sorted(counts.items())}
-

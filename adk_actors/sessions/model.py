@@ -44,8 +44,9 @@ def validate_name(value: Any, what: str) -> str:
             surrogates or more than 255 characters.
     """
     if not isinstance(value, str) or not value or len(value) > MAX_NAME_LENGTH or _CONTROL.search(value):
-        raise ValidationError(f"invalid {what}", reason="invalid_name",
-                              details={"field": what, "type": type(value).__name__})
+        raise ValidationError(
+            f"invalid {what}", reason="invalid_name", details={"field": what, "type": type(value).__name__}
+        )
     return value
 
 
@@ -153,8 +154,9 @@ def event_to_dict(event: Any) -> dict[str, Any]:
         return event.to_dict()
     if isinstance(event, Mapping):
         return Event.from_dict(dict(event)).to_dict()
-    raise EventError("an event must be an Event or an event dict", reason="invalid_event",
-                     details={"type": type(event).__name__})
+    raise EventError(
+        "an event must be an Event or an event dict", reason="invalid_event", details={"type": type(event).__name__}
+    )
 
 
 def prepare_event(event: Any) -> PreparedEvent:
@@ -177,11 +179,9 @@ def prepare_event(event: Any) -> PreparedEvent:
     if not isinstance(author, str):
         raise EventError("event author must be a string", reason="invalid_event", details={"field": "author"})
     if isinstance(ts, bool) or not isinstance(ts, int | float):
-        raise EventError("event timestamp must be a number", reason="invalid_event",
-                         details={"field": "timestamp"})
+        raise EventError("event timestamp must be a number", reason="invalid_event", details={"field": "timestamp"})
     if not isinstance(invocation_id, str):
-        raise EventError("invocation_id must be a string", reason="invalid_event",
-                         details={"field": "invocation_id"})
+        raise EventError("invocation_id must be a string", reason="invalid_event", details={"field": "invocation_id"})
     partial = data.get("partial", False)
     is_final = data.get("is_final", False)
     if not isinstance(partial, bool) or not isinstance(is_final, bool):
@@ -196,11 +196,21 @@ def prepare_event(event: Any) -> PreparedEvent:
         raise EventError(exc.message, reason=exc.reason, details=exc.details) from None
     if any(scope_of(key) == "temp" for key in raw_delta):
         # The stored record keeps every temp: key (rewind must see that one was set) but never its value.
-        data["actions"] = {**actions, "state_delta": {
-            k: (TEMP_VALUE_MARKER if scope_of(k) == "temp" else v) for k, v in raw_delta.items()}}
-    return PreparedEvent(data=data, delta=ScopedDelta() if partial else delta, event_id=event_id,
-                         invocation_id=invocation_id, author=author, timestamp=float(ts), partial=partial,
-                         has_content=data.get("content") is not None, is_final=is_final)
+        data["actions"] = {
+            **actions,
+            "state_delta": {k: (TEMP_VALUE_MARKER if scope_of(k) == "temp" else v) for k, v in raw_delta.items()},
+        }
+    return PreparedEvent(
+        data=data,
+        delta=ScopedDelta() if partial else delta,
+        event_id=event_id,
+        invocation_id=invocation_id,
+        author=author,
+        timestamp=float(ts),
+        partial=partial,
+        has_content=data.get("content") is not None,
+        is_final=is_final,
+    )
 
 
 def decode_event(data: dict[str, Any]) -> Event:

@@ -86,10 +86,12 @@ class EventFilter:
                 continue
             if isinstance(value, str):
                 value = (value,)
-            if (not isinstance(value, _builtin_list | tuple | set | frozenset)
-                    or not all(isinstance(v, str) and _is_json_text(v) for v in value)):
-                raise ValidationError(f"{name} must be a collection of strings", reason="invalid_filter",
-                                      details={"field": name})
+            if not isinstance(value, _builtin_list | tuple | set | frozenset) or not all(
+                isinstance(v, str) and _is_json_text(v) for v in value
+            ):
+                raise ValidationError(
+                    f"{name} must be a collection of strings", reason="invalid_filter", details={"field": name}
+                )
             object.__setattr__(self, name, tuple(sorted(set(value))))
         for name in ("partial", "has_content"):
             if getattr(self, name) not in (None, True, False):
@@ -101,18 +103,25 @@ class EventFilter:
 
     def matches(self, event: Event) -> bool:
         """Whether ``event`` passes every set criterion."""
-        return ((self.authors is None or event.author in self.authors)
-                and (self.invocation_ids is None or event.invocation_id in self.invocation_ids)
-                and (self.partial is None or event.partial is self.partial)
-                and (self.since is None or event.timestamp >= self.since)
-                and (self.until is None or event.timestamp < self.until)
-                and (self.has_content is None or (event.content is not None) is self.has_content))
+        return (
+            (self.authors is None or event.author in self.authors)
+            and (self.invocation_ids is None or event.invocation_id in self.invocation_ids)
+            and (self.partial is None or event.partial is self.partial)
+            and (self.since is None or event.timestamp >= self.since)
+            and (self.until is None or event.timestamp < self.until)
+            and (self.has_content is None or (event.content is not None) is self.has_content)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (what a cursor is bound to)."""
-        return {"authors": None if self.authors is None else _builtin_list(self.authors),
-                "invocation_ids": None if self.invocation_ids is None else _builtin_list(self.invocation_ids),
-                "partial": self.partial, "since": self.since, "until": self.until, "has_content": self.has_content}
+        return {
+            "authors": None if self.authors is None else _builtin_list(self.authors),
+            "invocation_ids": None if self.invocation_ids is None else _builtin_list(self.invocation_ids),
+            "partial": self.partial,
+            "since": self.since,
+            "until": self.until,
+            "has_content": self.has_content,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,10 +183,17 @@ def _mac(secret: bytes, payload: bytes) -> bytes:
     return hmac.new(secret, _MAC_CONTEXT + payload, hashlib.sha256).digest()
 
 
-def _issue(secret: bytes, *, kind: str, scope: Sequence[str | None], binding: str, snapshot: str,
-           offset: int) -> str:
-    payload = canonical_dumps({"v": _CURSOR_VERSION, "kind": kind, "scope": _builtin_list(scope),
-                               "binding": binding, "snapshot": snapshot, "offset": offset}).encode()
+def _issue(secret: bytes, *, kind: str, scope: Sequence[str | None], binding: str, snapshot: str, offset: int) -> str:
+    payload = canonical_dumps(
+        {
+            "v": _CURSOR_VERSION,
+            "kind": kind,
+            "scope": _builtin_list(scope),
+            "binding": binding,
+            "snapshot": snapshot,
+            "offset": offset,
+        }
+    ).encode()
     return f"{_b64(payload)}.{_b64(_mac(secret, payload))}"
 
 
@@ -185,8 +201,7 @@ def _invalid(why: str) -> SessionError:
     return SessionError("the cursor is not valid here", reason="invalid_cursor", details={"why": why})
 
 
-def _open(secret: bytes, cursor: Any, *, kind: str, scope: Sequence[str | None], binding: str,
-          snapshot: str) -> int:
+def _open(secret: bytes, cursor: Any, *, kind: str, scope: Sequence[str | None], binding: str, snapshot: str) -> int:
     if not isinstance(cursor, str) or cursor.count(".") != 1 or len(cursor) > 4096:
         raise _invalid("malformed")
     body, mac = cursor.split(".")
@@ -216,13 +231,22 @@ def _open(secret: bytes, cursor: Any, *, kind: str, scope: Sequence[str | None],
 
 def _limit(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PAGE:
-        raise ValidationError(f"{name} must be between 1 and {MAX_PAGE}", reason="invalid_value",
-                              details={"field": name})
+        raise ValidationError(
+            f"{name} must be between 1 and {MAX_PAGE}", reason="invalid_value", details={"field": name}
+        )
     return value
 
 
-def list(service: BaseSessionService, *, app_name: str, user_id: str, limit: int = 20, cursor: str | None = None,
-         cursor_secret: bytes | str, order: Literal["newest", "oldest"] = "newest") -> SessionPage:
+def list(
+    service: BaseSessionService,
+    *,
+    app_name: str,
+    user_id: str,
+    limit: int = 20,
+    cursor: str | None = None,
+    cursor_secret: bytes | str,
+    order: Literal["newest", "oldest"] = "newest",
+) -> SessionPage:
     """One page of an app/user's sessions, newest update first by default.
 
     Raises:
@@ -235,26 +259,36 @@ def list(service: BaseSessionService, *, app_name: str, user_id: str, limit: int
     validate_name(user_id, "user_id")
     _limit(limit, "limit")
     if order not in ("newest", "oldest"):
-        raise ValidationError("order must be 'newest' or 'oldest'", reason="invalid_value",
-                              details={"field": "order"})
+        raise ValidationError("order must be 'newest' or 'oldest'", reason="invalid_value", details={"field": "order"})
     sessions = service.list_sessions(app_name=app_name, user_id=user_id)
     if order == "oldest":
         sessions.reverse()
     snapshot = _digest([[s.id, s.version, s.last_seq, s.last_update_time] for s in sessions])
     scope = ["sessions", app_name, user_id]
     binding = _digest({"order": order, "limit": limit})
-    offset = 0 if cursor is None else _open(secret, cursor, kind="sessions", scope=scope, binding=binding,
-                                            snapshot=snapshot)
-    page = sessions[offset:offset + limit]
+    offset = (
+        0 if cursor is None else _open(secret, cursor, kind="sessions", scope=scope, binding=binding, snapshot=snapshot)
+    )
+    page = sessions[offset : offset + limit]
     end = offset + len(page)
-    next_cursor = (_issue(secret, kind="sessions", scope=scope, binding=binding, snapshot=snapshot, offset=end)
-                   if end < len(sessions) else None)
+    next_cursor = (
+        _issue(secret, kind="sessions", scope=scope, binding=binding, snapshot=snapshot, offset=end)
+        if end < len(sessions)
+        else None
+    )
     return SessionPage(sessions=tuple(page), next_cursor=next_cursor, total=len(sessions))
 
 
-def get(service: BaseSessionService, ref: SessionRef | Session, *, event_limit: int = 50, cursor: str | None = None,
-        cursor_secret: bytes | str, event_filter: EventFilter | None = None,
-        order: Literal["asc", "desc"] = "asc") -> EventPage:
+def get(
+    service: BaseSessionService,
+    ref: SessionRef | Session,
+    *,
+    event_limit: int = 50,
+    cursor: str | None = None,
+    cursor_secret: bytes | str,
+    event_filter: EventFilter | None = None,
+    order: Literal["asc", "desc"] = "asc",
+) -> EventPage:
     """A session with one page of its (filtered) events, oldest first by default.
 
     Raises:
@@ -276,21 +310,39 @@ def get(service: BaseSessionService, ref: SessionRef | Session, *, event_limit: 
         pairs.reverse()
     scope = ["events", ref.app_name, ref.user_id, ref.session_id]
     binding = _digest({"order": order, "limit": event_limit, "filter": event_filter.to_dict()})
-    offset = 0 if cursor is None else _open(secret, cursor, kind="events", scope=scope, binding=binding,
-                                            snapshot=snapshot)
-    page = pairs[offset:offset + event_limit]
+    offset = (
+        0 if cursor is None else _open(secret, cursor, kind="events", scope=scope, binding=binding, snapshot=snapshot)
+    )
+    page = pairs[offset : offset + event_limit]
     end = offset + len(page)
-    next_cursor = (_issue(secret, kind="events", scope=scope, binding=binding, snapshot=snapshot, offset=end)
-                   if end < len(pairs) else None)
-    view = Session(app_name=session.app_name, user_id=session.user_id, id=session.id, state=session.state,
-                   events=tuple(e for _, e in page), event_seqs=tuple(s for s, _ in page),
-                   last_update_time=session.last_update_time, version=session.version, last_seq=session.last_seq)
+    next_cursor = (
+        _issue(secret, kind="events", scope=scope, binding=binding, snapshot=snapshot, offset=end)
+        if end < len(pairs)
+        else None
+    )
+    view = Session(
+        app_name=session.app_name,
+        user_id=session.user_id,
+        id=session.id,
+        state=session.state,
+        events=tuple(e for _, e in page),
+        event_seqs=tuple(s for s, _ in page),
+        last_update_time=session.last_update_time,
+        version=session.version,
+        last_seq=session.last_seq,
+    )
     return EventPage(session=view, next_cursor=next_cursor, total=len(pairs))
 
 
-def rewind(service: BaseSessionService, ref: SessionRef | Session, *, to_index: int | None = None,
-           before_event_id: str | None = None, target_session_id: str | None = None,
-           allow_shared_state: bool = False) -> RewindResult:
+def rewind(
+    service: BaseSessionService,
+    ref: SessionRef | Session,
+    *,
+    to_index: int | None = None,
+    before_event_id: str | None = None,
+    target_session_id: str | None = None,
+    allow_shared_state: bool = False,
+) -> RewindResult:
     """Copy a prefix of a session into a new session; the source is never edited.
 
     Exactly one of ``to_index`` (copy the first ``to_index`` events) and ``before_event_id`` (copy the events
@@ -310,20 +362,27 @@ def rewind(service: BaseSessionService, ref: SessionRef | Session, *, to_index: 
     source = service.get_session(ref)
     if to_index is not None:
         if isinstance(to_index, bool) or not isinstance(to_index, int) or not 0 <= to_index <= len(source.events):
-            raise ValidationError("to_index is out of range", reason="invalid_value",
-                                  details={"to_index": str(to_index), "events": len(source.events)})
+            raise ValidationError(
+                "to_index is out of range",
+                reason="invalid_value",
+                details={"to_index": str(to_index), "events": len(source.events)},
+            )
         count = to_index
     else:
         ids = [e.id for e in source.events]
         if before_event_id not in ids:
-            raise ValidationError("no such event in the session", reason="event_not_found",
-                                  details={**ref.as_details(), "event_id": str(before_event_id)[:255]})
+            raise ValidationError(
+                "no such event in the session",
+                reason="event_not_found",
+                details={**ref.as_details(), "event_id": str(before_event_id)[:255]},
+            )
         count = ids.index(before_event_id)
     prefix = source.events[:count]
     _check_replayable(ref, prefix, allow_shared_state)
     target = target_session_id or new_session_id()
-    created = service.create_session(app_name=ref.app_name, user_id=ref.user_id, session_id=target,
-                                     events=prefix, if_exists="error")
+    created = service.create_session(
+        app_name=ref.app_name, user_id=ref.user_id, session_id=target, events=prefix, if_exists="error"
+    )
     return RewindResult(session_id=created.id, events_copied=count, session=created)
 
 
@@ -332,11 +391,17 @@ def _check_replayable(ref: SessionRef, events: Sequence[Event], allow_shared_sta
     applied = [(e.id, {scope_of(k) for k in e.actions.state_delta}) for e in events if not e.partial]
     for event_id, scopes in applied:
         if "temp" in scopes:
-            raise SessionError("rewind would replay temp: state", reason="temp_state_replay",
-                               details={**ref.as_details(), "event_id": event_id})
+            raise SessionError(
+                "rewind would replay temp: state",
+                reason="temp_state_replay",
+                details={**ref.as_details(), "event_id": event_id},
+            )
     if allow_shared_state:
         return
     for event_id, scopes in applied:
         if scopes & {"user", "app"}:
-            raise SessionError("rewind would replay user:/app: state; pass allow_shared_state=True",
-                               reason="shared_state_replay", details={**ref.as_details(), "event_id": event_id})
+            raise SessionError(
+                "rewind would replay user:/app: state; pass allow_shared_state=True",
+                reason="shared_state_replay",
+                details={**ref.as_details(), "event_id": event_id},
+            )

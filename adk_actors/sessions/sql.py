@@ -85,14 +85,16 @@ _Pk = BigInteger().with_variant(Integer(), "sqlite")
 metadata = MetaData()
 
 schema_table = Table(
-    "adk_session_schema", metadata,
+    "adk_session_schema",
+    metadata,
     Column("component", String(64), primary_key=True),
     Column("version", Integer, nullable=False),
     Column("updated_at", Float, nullable=False),
 )
 
 sessions_table = Table(
-    "adk_sessions", metadata,
+    "adk_sessions",
+    metadata,
     Column("pk", _Pk, primary_key=True, autoincrement=True),
     Column("app_name", String(255), nullable=False),
     Column("user_id", String(255), nullable=False),
@@ -104,12 +106,14 @@ sessions_table = Table(
     Column("update_time", Float, nullable=False),
     UniqueConstraint("app_name", "user_id", "session_id", name="uq_adk_sessions_ref"),
 )
-Index("ix_adk_sessions_newest", sessions_table.c.app_name, sessions_table.c.user_id,
-      sessions_table.c.update_time.desc())
+Index(
+    "ix_adk_sessions_newest", sessions_table.c.app_name, sessions_table.c.user_id, sessions_table.c.update_time.desc()
+)
 Index("ix_adk_sessions_app_newest", sessions_table.c.app_name, sessions_table.c.update_time.desc())
 
 events_table = Table(
-    "adk_session_events", metadata,
+    "adk_session_events",
+    metadata,
     Column("session_pk", _Pk, ForeignKey("adk_sessions.pk", ondelete="CASCADE"), primary_key=True),
     Column("seq", Integer, primary_key=True),
     Column("event_id", Text, nullable=False),
@@ -123,7 +127,8 @@ events_table = Table(
 Index("ix_adk_session_events_invocation", events_table.c.session_pk, events_table.c.invocation_id)
 
 user_state_table = Table(
-    "adk_user_state", metadata,
+    "adk_user_state",
+    metadata,
     Column("app_name", String(255), primary_key=True),
     Column("user_id", String(255), primary_key=True),
     Column("state", _Json, nullable=False),
@@ -131,14 +136,16 @@ user_state_table = Table(
 )
 
 app_state_table = Table(
-    "adk_app_state", metadata,
+    "adk_app_state",
+    metadata,
     Column("app_name", String(255), primary_key=True),
     Column("state", _Json, nullable=False),
     Column("update_time", Float, nullable=False),
 )
 
 conversations_table = Table(
-    "adk_conversations", metadata,
+    "adk_conversations",
+    metadata,
     Column("app_name", String(255), primary_key=True),
     Column("agent_name", String(255), primary_key=True),
     Column("key", String(255), primary_key=True),
@@ -148,23 +155,38 @@ conversations_table = Table(
 
 
 # Hot-path statements are built once; SQLAlchemy then reuses their compiled form for every call.
-_BY_REF = ((sessions_table.c.app_name == bindparam("p_app")) & (sessions_table.c.user_id == bindparam("p_user"))
-           & (sessions_table.c.session_id == bindparam("p_session")))
+_BY_REF = (
+    (sessions_table.c.app_name == bindparam("p_app"))
+    & (sessions_table.c.user_id == bindparam("p_user"))
+    & (sessions_table.c.session_id == bindparam("p_session"))
+)
 _SELECT_SESSION = select(sessions_table).where(_BY_REF)
-_USER_STATE_OF_REF = (select(user_state_table.c.state).where(
-    (user_state_table.c.app_name == bindparam("p_app")) & (user_state_table.c.user_id == bindparam("p_user")))
-    .scalar_subquery().label("user_state"))
-_APP_STATE_OF_REF = (select(app_state_table.c.state).where(app_state_table.c.app_name == bindparam("p_app"))
-                     .scalar_subquery().label("app_state"))
+_USER_STATE_OF_REF = (
+    select(user_state_table.c.state)
+    .where((user_state_table.c.app_name == bindparam("p_app")) & (user_state_table.c.user_id == bindparam("p_user")))
+    .scalar_subquery()
+    .label("user_state")
+)
+_APP_STATE_OF_REF = (
+    select(app_state_table.c.state)
+    .where(app_state_table.c.app_name == bindparam("p_app"))
+    .scalar_subquery()
+    .label("app_state")
+)
 # One round trip: the session row (locked) and the current shared rows (read, not locked).
-_LOCK_SESSION = (select(sessions_table, _USER_STATE_OF_REF, _APP_STATE_OF_REF).where(_BY_REF)
-                 .with_for_update(of=sessions_table))
+_LOCK_SESSION = (
+    select(sessions_table, _USER_STATE_OF_REF, _APP_STATE_OF_REF).where(_BY_REF).with_for_update(of=sessions_table)
+)
 _SELECT_USER_STATE = select(user_state_table.c.state).where(
-    (user_state_table.c.app_name == bindparam("p_app")) & (user_state_table.c.user_id == bindparam("p_user")))
+    (user_state_table.c.app_name == bindparam("p_app")) & (user_state_table.c.user_id == bindparam("p_user"))
+)
 _SELECT_APP_STATE = select(app_state_table.c.state).where(app_state_table.c.app_name == bindparam("p_app"))
 _INSERT_EVENT = events_table.insert()
-_SELECT_EVENTS = (select(events_table.c.seq, events_table.c.data)
-                  .where(events_table.c.session_pk == bindparam("p_pk")).order_by(events_table.c.seq))
+_SELECT_EVENTS = (
+    select(events_table.c.seq, events_table.c.data)
+    .where(events_table.c.session_pk == bindparam("p_pk"))
+    .order_by(events_table.c.seq)
+)
 
 
 def _ref_params(ref: SessionRef) -> dict[str, str]:
@@ -172,8 +194,11 @@ def _ref_params(ref: SessionRef) -> dict[str, str]:
 
 
 def _migrate_to_1(conn: Connection) -> None:
-    metadata.create_all(conn, tables=[sessions_table, events_table, user_state_table, app_state_table,
-                                      conversations_table], checkfirst=True)
+    metadata.create_all(
+        conn,
+        tables=[sessions_table, events_table, user_state_table, app_state_table, conversations_table],
+        checkfirst=True,
+    )
 
 
 # Forward migrations: MIGRATIONS[v] takes a database at version v-1 to version v, inside one transaction.
@@ -204,8 +229,14 @@ class SqlSessionService(SqlStore):
     PG_READ_ISOLATION = "REPEATABLE READ"  # one snapshot for the session row, its events and shared state
     MAX_ATTEMPTS = _MAX_ATTEMPTS
 
-    def __init__(self, url: str, *, busy_timeout_ms: int = 30_000, engine_options: Mapping[str, Any] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        busy_timeout_ms: int = 30_000,
+        engine_options: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__(url, busy_timeout_ms=busy_timeout_ms, engine_options=engine_options, clock=clock)
 
     def _reset(self) -> None:
@@ -258,25 +289,31 @@ class SqlSessionService(SqlStore):
         app = conn.execute(_SELECT_APP_STATE, {"p_app": app_name}).scalar()
         return dict(user or {}), dict(app or {})
 
-    def _merge_shared(self, conn: Connection, ref: SessionRef, delta: ScopedDelta,
-                      now: float) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    def _merge_shared(
+        self, conn: Connection, ref: SessionRef, delta: ScopedDelta, now: float
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """Apply the user:/app: parts of ``delta``; return the new user and app states (``None``: untouched)."""
         # Lock order is always session row -> user row -> app row, so concurrent writers cannot deadlock.
         user = app = None
         if delta.user:
-            user = self._merge_row(conn, user_state_table, {"app_name": ref.app_name, "user_id": ref.user_id},
-                                   delta.user, now)
+            user = self._merge_row(
+                conn, user_state_table, {"app_name": ref.app_name, "user_id": ref.user_id}, delta.user, now
+            )
         if delta.app:
             app = self._merge_row(conn, app_state_table, {"app_name": ref.app_name}, delta.app, now)
         return user, app
 
-    def _lock_shared(self, conn: Connection, ref: SessionRef, *, user: bool,
-                     app: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _lock_shared(
+        self, conn: Connection, ref: SessionRef, *, user: bool, app: bool
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Lock (creating if needed) the user and/or app rows and return their current states."""
         found: list[dict[str, Any]] = [{}, {}]
-        for i, (wanted, table, keys) in enumerate((
+        for i, (wanted, table, keys) in enumerate(
+            (
                 (user, user_state_table, {"app_name": ref.app_name, "user_id": ref.user_id}),
-                (app, app_state_table, {"app_name": ref.app_name}))):
+                (app, app_state_table, {"app_name": ref.app_name}),
+            )
+        ):
             if wanted:
                 found[i] = self._locked_row_state(conn, table, keys, self._clock())
         return found[0], found[1]
@@ -286,8 +323,9 @@ class SqlSessionService(SqlStore):
         where = and_(*(table.c[k] == v for k, v in keys.items()))
         return dict(conn.execute(select(table.c.state).where(where).with_for_update()).scalar_one() or {})
 
-    def _merge_row(self, conn: Connection, table: Table, keys: dict[str, str], delta: Mapping[str, Any],
-                   now: float) -> dict[str, Any]:
+    def _merge_row(
+        self, conn: Connection, table: Table, keys: dict[str, str], delta: Mapping[str, Any], now: float
+    ) -> dict[str, Any]:
         new_state = apply_delta(self._locked_row_state(conn, table, keys, now), delta)
         where = and_(*(table.c[k] == v for k, v in keys.items()))
         conn.execute(update(table).where(where).values(state=new_state, update_time=now))
@@ -303,8 +341,15 @@ class SqlSessionService(SqlStore):
             with self._temp_lock:
                 self._temp[key] = apply_delta(self._temp.get(key, {}), delta)
 
-    def _snapshot(self, conn: Connection, ref: SessionRef, row: Any, *, with_events: bool,
-                  shared: tuple[dict[str, Any], dict[str, Any]] | None = None) -> Session:
+    def _snapshot(
+        self,
+        conn: Connection,
+        ref: SessionRef,
+        row: Any,
+        *,
+        with_events: bool,
+        shared: tuple[dict[str, Any], dict[str, Any]] | None = None,
+    ) -> Session:
         user, app = shared if shared is not None else self._shared(conn, ref.app_name, ref.user_id)
         seqs: tuple[int, ...] = ()
         events: tuple[Any, ...] = ()
@@ -312,16 +357,31 @@ class SqlSessionService(SqlStore):
             rows = conn.execute(_SELECT_EVENTS, {"p_pk": row.pk}).all()
             seqs = tuple(r.seq for r in rows)
             events = tuple(decode_event(r.data) for r in rows)
-        return Session(app_name=ref.app_name, user_id=ref.user_id, id=ref.session_id,
-                       state=merge_state(session=row.state or {}, user=user, app=app, temp=self._temp_of(ref)),
-                       events=events, event_seqs=seqs, last_update_time=row.update_time, version=row.version,
-                       last_seq=row.last_seq)
+        return Session(
+            app_name=ref.app_name,
+            user_id=ref.user_id,
+            id=ref.session_id,
+            state=merge_state(session=row.state or {}, user=user, app=app, temp=self._temp_of(ref)),
+            events=events,
+            event_seqs=seqs,
+            last_update_time=row.update_time,
+            version=row.version,
+            last_seq=row.last_seq,
+        )
 
     @staticmethod
     def _event_row(pk: int, seq: int, ev: PreparedEvent) -> dict[str, Any]:
-        return {"session_pk": pk, "seq": seq, "event_id": ev.event_id, "invocation_id": ev.invocation_id,
-                "author": ev.author, "timestamp": ev.timestamp, "partial": ev.partial,
-                "has_content": ev.has_content, "data": ev.data}
+        return {
+            "session_pk": pk,
+            "seq": seq,
+            "event_id": ev.event_id,
+            "invocation_id": ev.invocation_id,
+            "author": ev.author,
+            "timestamp": ev.timestamp,
+            "partial": ev.partial,
+            "has_content": ev.has_content,
+            "data": ev.data,
+        }
 
     def _append(self, conn: Connection, ref: SessionRef, row: Any, ev: PreparedEvent) -> AppendResult:
         now = self._clock()
@@ -336,14 +396,25 @@ class SqlSessionService(SqlStore):
         app = new_app if new_app is not None else (row.app_state or {})
         session_state = values.get("state", row.state or {})
         temp = apply_delta(self._temp_of(ref), ev.delta.temp)
-        return AppendResult(seq=seq, version=version, last_update_time=now,
-                            state=merge_state(session=session_state, user=user, app=app, temp=temp))
+        return AppendResult(
+            seq=seq,
+            version=version,
+            last_update_time=now,
+            state=merge_state(session=session_state, user=user, app=app, temp=temp),
+        )
 
     # -- the protocol ----------------------------------------------------------------------------------------
 
-    def create_session(self, *, app_name: str, user_id: str, session_id: str | None = None,
-                       state: Mapping[str, Any] | None = None, events: Sequence[Any] = (),
-                       if_exists: IfExists = "return") -> Session:
+    def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+        events: Sequence[Any] = (),
+        if_exists: IfExists = "return",
+    ) -> Session:
         """See :meth:`BaseSessionService.create_session`.
 
         Raises:
@@ -357,16 +428,28 @@ class SqlSessionService(SqlStore):
         def body(conn: Connection) -> tuple[Session, bool]:
             now = self._clock()
             n = len(plan.events)
-            stmt = self._insert(conn, sessions_table).values(
-                app_name=ref.app_name, user_id=ref.user_id, session_id=ref.session_id, state=plan.session_state,
-                version=n, last_seq=n, create_time=now, update_time=now,
-            ).on_conflict_do_nothing().returning(sessions_table.c.pk)
+            stmt = (
+                self._insert(conn, sessions_table)
+                .values(
+                    app_name=ref.app_name,
+                    user_id=ref.user_id,
+                    session_id=ref.session_id,
+                    state=plan.session_state,
+                    version=n,
+                    last_seq=n,
+                    create_time=now,
+                    update_time=now,
+                )
+                .on_conflict_do_nothing()
+                .returning(sessions_table.c.pk)
+            )
             pk = conn.execute(stmt).scalar()
             created = pk is not None
             if pk is not None:
                 if plan.events:
-                    conn.execute(events_table.insert(),
-                                 [self._event_row(pk, i + 1, ev) for i, ev in enumerate(plan.events)])
+                    conn.execute(
+                        events_table.insert(), [self._event_row(pk, i + 1, ev) for i, ev in enumerate(plan.events)]
+                    )
                 self._merge_shared(conn, ref, ScopedDelta(user=plan.user_delta, app=plan.app_delta), now)
             elif if_exists == "error":
                 raise already_exists(ref)
@@ -459,8 +542,11 @@ class SqlSessionService(SqlStore):
         def body(conn: Connection) -> None:
             row = self._lock_session(conn, ref)
             now = self._clock()
-            conn.execute(update(sessions_table).where(sessions_table.c.pk == row.pk).values(
-                state=apply_delta(row.state or {}, scoped.session), version=row.version + 1, update_time=now))
+            conn.execute(
+                update(sessions_table)
+                .where(sessions_table.c.pk == row.pk)
+                .values(state=apply_delta(row.state or {}, scoped.session), version=row.version + 1, update_time=now)
+            )
             self._merge_shared(conn, ref, scoped, now)
 
         self._write(body)
@@ -480,8 +566,7 @@ class SqlSessionService(SqlStore):
         self._update_temp(ref, ev.delta.temp)
         return result
 
-    def add_event_if_state(self, ref: SessionRef | Session, event: Any,
-                           expected: Mapping[str, Any]) -> AppendResult:
+    def add_event_if_state(self, ref: SessionRef | Session, event: Any, expected: Mapping[str, Any]) -> AppendResult:
         """See :meth:`BaseSessionService.add_event_if_state`.
 
         Raises:
@@ -503,8 +588,7 @@ class SqlSessionService(SqlStore):
                 locked_user, locked_app = self._lock_shared(conn, ref, user="user" in scopes, app="app" in scopes)
                 user = locked_user if "user" in scopes else user
                 app = locked_app if "app" in scopes else app
-            check_expected(ref, session=row.state or {}, user=user, app=app, temp=self._temp_of(ref),
-                           expected=expected)
+            check_expected(ref, session=row.state or {}, user=user, app=app, temp=self._temp_of(ref), expected=expected)
             return self._append(conn, ref, row, ev)
 
         result = self._write(body)
@@ -519,15 +603,17 @@ class SqlSessionService(SqlStore):
             StorageError: the database failed.
         """
         ref = as_ref(ref)
-        exists = self._read(lambda conn: conn.execute(
-            select(sessions_table.c.pk).where(self._where(ref))).scalar() is not None)
+        exists = self._read(
+            lambda conn: conn.execute(select(sessions_table.c.pk).where(self._where(ref))).scalar() is not None
+        )
         with self._temp_lock:
             self._temp.pop((ref.app_name, ref.user_id, ref.session_id), None)
         if not exists:
             raise not_found(ref)
 
-    def compact_events(self, ref: SessionRef | Session, *, through_seq: int, compaction_event: Any,
-                       expected_version: int | None = None) -> AppendResult:
+    def compact_events(
+        self, ref: SessionRef | Session, *, through_seq: int, compaction_event: Any, expected_version: int | None = None
+    ) -> AppendResult:
         """See :meth:`BaseSessionService.compact_events`.
 
         The compaction event takes ``seq = through_seq``; its state delta is not applied.
@@ -543,18 +629,30 @@ class SqlSessionService(SqlStore):
 
         def body(conn: Connection) -> AppendResult:
             row = self._lock_session(conn, ref)
-            check_compaction(ref, through_seq=through_seq, last_seq=row.last_seq, version=row.version,
-                             expected_version=expected_version)
+            check_compaction(
+                ref,
+                through_seq=through_seq,
+                last_seq=row.last_seq,
+                version=row.version,
+                expected_version=expected_version,
+            )
             now = self._clock()
-            conn.execute(delete(events_table).where((events_table.c.session_pk == row.pk)
-                                                    & (events_table.c.seq <= through_seq)))
+            conn.execute(
+                delete(events_table).where((events_table.c.session_pk == row.pk) & (events_table.c.seq <= through_seq))
+            )
             conn.execute(events_table.insert().values(**self._event_row(row.pk, through_seq, ev)))
-            conn.execute(update(sessions_table).where(sessions_table.c.pk == row.pk)
-                         .values(version=row.version + 1, update_time=now))
+            conn.execute(
+                update(sessions_table)
+                .where(sessions_table.c.pk == row.pk)
+                .values(version=row.version + 1, update_time=now)
+            )
             user, app = self._shared(conn, ref.app_name, ref.user_id)
-            return AppendResult(seq=through_seq, version=row.version + 1, last_update_time=now,
-                                state=merge_state(session=row.state or {}, user=user, app=app,
-                                                  temp=self._temp_of(ref)))
+            return AppendResult(
+                seq=through_seq,
+                version=row.version + 1,
+                last_update_time=now,
+                state=merge_state(session=row.state or {}, user=user, app=app, temp=self._temp_of(ref)),
+            )
 
         return self._write(body)
 
@@ -570,9 +668,13 @@ class SqlSessionService(SqlStore):
         def body(conn: Connection) -> None:
             now = self._clock()
             stmt = self._insert(conn, conversations_table).values(
-                app_name=app_name, agent_name=agent_name, key=key, history=payload, update_time=now)
-            conn.execute(stmt.on_conflict_do_update(index_elements=["app_name", "agent_name", "key"],
-                                                    set_={"history": payload, "update_time": now}))
+                app_name=app_name, agent_name=agent_name, key=key, history=payload, update_time=now
+            )
+            conn.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=["app_name", "agent_name", "key"], set_={"history": payload, "update_time": now}
+                )
+            )
 
         self._write(body)
 
@@ -584,8 +686,11 @@ class SqlSessionService(SqlStore):
             StorageError: the database failed.
         """
         c = conversations_table.c
-        found = self._read(lambda conn: conn.execute(select(c.history).where(
-            (c.app_name == app_name) & (c.agent_name == agent_name) & (c.key == key))).scalar())
+        found = self._read(
+            lambda conn: conn.execute(
+                select(c.history).where((c.app_name == app_name) & (c.agent_name == agent_name) & (c.key == key))
+            ).scalar()
+        )
         if found is None:
             raise conversation_not_found(app_name, agent_name, key)
         return list(found)

@@ -104,24 +104,28 @@ def split_delta(delta: Mapping[str, Any] | None) -> ScopedDelta:
     if delta is None:
         return ScopedDelta()
     if not isinstance(delta, Mapping):
-        raise ValidationError("a state delta must be a mapping", reason="invalid_state",
-                              details={"type": type(delta).__name__})
+        raise ValidationError(
+            "a state delta must be a mapping", reason="invalid_state", details={"type": type(delta).__name__}
+        )
     try:
         items = dict(delta)
     except Exception:  # a Mapping whose iteration raises is a bad argument, not a reason to crash the store
-        raise ValidationError("a state delta must be a mapping", reason="invalid_state",
-                              details={"type": type(delta).__name__}) from None
+        raise ValidationError(
+            "a state delta must be a mapping", reason="invalid_state", details={"type": type(delta).__name__}
+        ) from None
     for key in items:
         if not isinstance(key, str) or not key:
-            raise ValidationError("state keys must be non-empty strings", reason="invalid_state",
-                                  details={"key_type": type(key).__name__})
+            raise ValidationError(
+                "state keys must be non-empty strings", reason="invalid_state", details={"key_type": type(key).__name__}
+            )
     # A depth-bounded canonical copy validates (a cycle or a 10k-deep list fails before anything recurses)
     # and leaves the store with a private copy of every value.
     try:
         private = copy_json(items)[0]
     except ValidationError as exc:  # the same details as a canonical check: where, never which key
-        raise ValidationError(exc.message, reason=exc.reason,
-                              details={k: v for k, v in exc.details.items() if k != "field"}) from None
+        raise ValidationError(
+            exc.message, reason=exc.reason, details={k: v for k, v in exc.details.items() if k != "field"}
+        ) from None
     parts: dict[str, dict[str, Any]] = {"session": {}, "user": {}, "app": {}, "temp": {}}
     for key, value in private.items():
         parts[scope_of(key)][key] = value
@@ -147,17 +151,20 @@ def check_expected_state(expected: Any) -> dict[str, Any]:
         ValidationError: reason ``invalid_state`` for a non-mapping or a bad key, ``invalid_json`` for a value.
     """
     if not isinstance(expected, Mapping):
-        raise ValidationError("expected state must be a mapping", reason="invalid_state",
-                              details={"type": type(expected).__name__})
+        raise ValidationError(
+            "expected state must be a mapping", reason="invalid_state", details={"type": type(expected).__name__}
+        )
     try:
         items = dict(expected)
     except Exception:  # see split_delta
-        raise ValidationError("expected state must be a mapping", reason="invalid_state",
-                              details={"type": type(expected).__name__}) from None
+        raise ValidationError(
+            "expected state must be a mapping", reason="invalid_state", details={"type": type(expected).__name__}
+        ) from None
     for key in items:
         if not isinstance(key, str) or not key:
-            raise ValidationError("state keys must be non-empty strings", reason="invalid_state",
-                                  details={"key_type": type(key).__name__})
+            raise ValidationError(
+                "state keys must be non-empty strings", reason="invalid_state", details={"key_type": type(key).__name__}
+            )
     present = check_delta({k: v for k, v in items.items() if v is not ABSENT})
     return {**present, **{k: ABSENT for k, v in items.items() if v is ABSENT}}
 
@@ -169,8 +176,13 @@ def apply_delta(state: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str,
     return merged
 
 
-def merge_state(*, session: Mapping[str, Any], user: Mapping[str, Any], app: Mapping[str, Any],
-                temp: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def merge_state(
+    *,
+    session: Mapping[str, Any],
+    user: Mapping[str, Any],
+    app: Mapping[str, Any],
+    temp: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The merged view a caller sees as ``Session.state``.
 
     Each input only holds keys of its own scope, so the union is unambiguous; keys of the wrong scope are
@@ -208,4 +220,3 @@ def _json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, int | float) and isinstance(b, int | float):
         return a == b
     return type(a) is type(b) and a == b
-

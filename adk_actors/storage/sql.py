@@ -54,13 +54,20 @@ class SqlStore:
     PG_READ_ISOLATION: ClassVar[str | None] = None
     MAX_ATTEMPTS: ClassVar[int] = 8
 
-    def __init__(self, url: str, *, busy_timeout_ms: int = 30_000, engine_options: Mapping[str, Any] | None = None,
-                 clock: Any = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        busy_timeout_ms: int = 30_000,
+        engine_options: Mapping[str, Any] | None = None,
+        clock: Any = None,
+    ) -> None:
         try:
             parsed = make_url(url)
         except ArgumentError:
-            raise ConfigError(f"{self.URL_KEY} is not a SQLAlchemy URL", reason="invalid_value",
-                              details={"key": self.URL_KEY}) from None
+            raise ConfigError(
+                f"{self.URL_KEY} is not a SQLAlchemy URL", reason="invalid_value", details={"key": self.URL_KEY}
+            ) from None
         self._url = url
         self._backend = parsed.get_backend_name()
         self._busy_timeout_ms = int(busy_timeout_ms)
@@ -77,8 +84,12 @@ class SqlStore:
 
     def _descriptor(self) -> dict[str, Any]:
         """The constructor arguments: all a pickle carries (never an engine or a connection)."""
-        return {"url": self._url, "busy_timeout_ms": self._busy_timeout_ms,
-                "engine_options": self._engine_options, "clock": self._clock}
+        return {
+            "url": self._url,
+            "busy_timeout_ms": self._busy_timeout_ms,
+            "engine_options": self._engine_options,
+            "clock": self._clock,
+        }
 
     def __getstate__(self) -> dict[str, Any]:
         return self._descriptor()
@@ -125,8 +136,11 @@ class SqlStore:
             StorageError: the database cannot be read.
         """
         table = self.SCHEMA_TABLE
-        return self._read(lambda conn: int(conn.execute(
-            select(table.c.version).where(table.c.component == self.COMPONENT)).scalar_one()))
+        return self._read(
+            lambda conn: int(
+                conn.execute(select(table.c.version).where(table.c.component == self.COMPONENT)).scalar_one()
+            )
+        )
 
     # -- hooks -----------------------------------------------------------------------------------------------
 
@@ -167,8 +181,11 @@ class SqlStore:
 
     def _create_engine(self) -> Engine:
         if self.DIALECTS is not None and self._backend not in self.DIALECTS:
-            raise StorageError(f"the {self.LABEL} needs SQLite or PostgreSQL", reason="open_failed",
-                               details={"operation": "open", "dialect": self._backend})
+            raise StorageError(
+                f"the {self.LABEL} needs SQLite or PostgreSQL",
+                reason="open_failed",
+                details={"operation": "open", "dialect": self._backend},
+            )
         try:
             url = make_url(self._url)
             # Statement parameters are user content (event JSON, state): never in logs or error texts.
@@ -176,8 +193,11 @@ class SqlStore:
             if self._backend == "sqlite":
                 database = url.database or ""
                 if not database or database == ":memory:" or database.startswith("file:"):
-                    raise StorageError(f"the {self.LABEL} needs a SQLite file", reason="open_failed",
-                                       details={"operation": "open", "dialect": "sqlite"})
+                    raise StorageError(
+                        f"the {self.LABEL} needs a SQLite file",
+                        reason="open_failed",
+                        details={"operation": "open", "dialect": "sqlite"},
+                    )
                 # Whoever opens first creates the file, in whatever process: create it 0600 (SQLite gives its WAL
                 # and shm files the database's mode), since it holds user messages and session state.
                 private_file(os.path.abspath(database))
@@ -228,16 +248,25 @@ class SqlStore:
             table.create(conn, checkfirst=True)
             current = int(conn.execute(select(table.c.version).where(table.c.component == component)).scalar() or 0)
             if current > target:
-                raise StorageError(f"the {self.LABEL} was written by a newer version", reason="schema_too_new",
-                                   details={"found": current, "supported": target})
+                raise StorageError(
+                    f"the {self.LABEL} was written by a newer version",
+                    reason="schema_too_new",
+                    details={"found": current, "supported": target},
+                )
             for version in range(current + 1, target + 1):
                 self.MIGRATIONS[version](conn)
             if current == 0:
-                conn.execute(table.insert().values(component=component, version=target,
-                                                   updated_at=self._migration_timestamp(conn)))
+                conn.execute(
+                    table.insert().values(
+                        component=component, version=target, updated_at=self._migration_timestamp(conn)
+                    )
+                )
             elif current < target:
-                conn.execute(update(table).where(table.c.component == component)
-                             .values(version=target, updated_at=self._migration_timestamp(conn)))
+                conn.execute(
+                    update(table)
+                    .where(table.c.component == component)
+                    .values(version=target, updated_at=self._migration_timestamp(conn))
+                )
 
     # -- transactions ----------------------------------------------------------------------------------------
 
@@ -261,7 +290,7 @@ class SqlStore:
                     return body(conn)
             except DBAPIError as exc:
                 if attempt + 1 < self.MAX_ATTEMPTS and self._retriable(exc):
-                    time.sleep(random.uniform(0, 0.005 * 2 ** attempt))  # jittered backoff before a retry
+                    time.sleep(random.uniform(0, 0.005 * 2**attempt))  # jittered backoff before a retry
                     continue
                 raise self._storage_error("write_failed", exc, "write") from None
             except SQLAlchemyError as exc:
@@ -293,8 +322,7 @@ class SqlStore:
         sqlstate = getattr(orig, "sqlstate", None) or getattr(getattr(orig, "diag", None), "sqlstate", None)
         if isinstance(sqlstate, str) and sqlstate.isalnum() and len(sqlstate) == 5:
             details["sqlstate"] = sqlstate
-        return StorageError(f"{self.LABEL} {operation} failed: {type(orig).__name__}", reason=reason,
-                            details=details)
+        return StorageError(f"{self.LABEL} {operation} failed: {type(orig).__name__}", reason=reason, details=details)
 
 
 # One engine per process and descriptor. Every unpickled copy of a store (each Runner turn or stable run carries
@@ -349,4 +377,3 @@ def _shared_engine(store: SqlStore) -> Engine:
 def _forget_shared(store: SqlStore) -> None:
     with _shared_lock:
         _shared.pop(_shared_key(store), None)
-

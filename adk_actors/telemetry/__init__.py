@@ -18,14 +18,12 @@ from adk_actors.runtime.system import ActorSystemHandle, current_system
 from adk_actors.telemetry.hub import TELEMETRY_NAME
 from adk_actors.telemetry.messages import Attach, Detach, Emit, TelemetryDelivery, TelemetryEvent
 
-__all__ = ["TELEMETRY_NAME", "Emit", "TelemetryDelivery", "TelemetryEvent", "TelemetrySubscription", "attach",
-           "event"]
+__all__ = ["TELEMETRY_NAME", "Emit", "TelemetryDelivery", "TelemetryEvent", "TelemetrySubscription", "attach", "event"]
 
 
 def event(name: str, measurements: dict[str, Any] | None = None, **metadata: Any) -> TelemetryEvent:
     """A telemetry event stamped now (metadata values must be structural: names, ids, reasons)."""
-    return TelemetryEvent(name=name, measurements=dict(measurements or {}), metadata=metadata,
-                          timestamp=time.time())
+    return TelemetryEvent(name=name, measurements=dict(measurements or {}), metadata=metadata, timestamp=time.time())
 
 
 class TelemetrySubscription:
@@ -39,8 +37,9 @@ class TelemetrySubscription:
         try:
             address = handle.resolve(TELEMETRY_NAME)
             deadline = time.monotonic() + (handle.settings.ask_timeout_s if timeout is None else timeout)
-            handle.ask_address(address, Attach(handler_id=self.handler_id, prefixes=prefixes), deadline,
-                               endpoint=self.endpoint.context)
+            handle.ask_address(
+                address, Attach(handler_id=self.handler_id, prefixes=prefixes), deadline, endpoint=self.endpoint.context
+            )
         except BaseException:
             self.endpoint.close()
             raise
@@ -81,9 +80,9 @@ class TelemetrySubscription:
         self.close()
 
 
-def attach(*prefixes: str, system: ActorSystemHandle | None = None,
-           timeout: float | None = None) -> TelemetrySubscription:
+def attach(
+    *prefixes: str, system: ActorSystemHandle | None = None, timeout: float | None = None
+) -> TelemetrySubscription:
     """Subscribe this process to telemetry events whose names start with ``prefixes`` (default: all)."""
     handle = system if system is not None else current_system()
     return TelemetrySubscription(handle, tuple(prefixes) or ("",), timeout)
-

@@ -34,8 +34,7 @@ class TelemetryHub(GenServer):
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
         if isinstance(request, Attach):
             if len(self.handlers) >= MAX_HANDLERS and request.handler_id not in self.handlers:
-                raise AdkError("too many telemetry handlers", reason="too_many_handlers",
-                               details={"max": MAX_HANDLERS})
+                raise AdkError("too many telemetry handlers", reason="too_many_handlers", details={"max": MAX_HANDLERS})
             self.handlers[request.handler_id] = (ctx.reply_to, tuple(request.prefixes))
             return request.handler_id
         return super().handle_call(request, ctx)
@@ -54,5 +53,9 @@ class TelemetryHub(GenServer):
             super().handle_info(message, sender)
 
     def status(self) -> dict[str, Any]:
-        return {"kind": "telemetry", "handlers": len(self.handlers), "emitted": self.emitted,
-                "delivered": self.delivered}
+        return {
+            "kind": "telemetry",
+            "handlers": len(self.handlers),
+            "emitted": self.emitted,
+            "delivered": self.delivered,
+        }

@@ -19,8 +19,28 @@ from typing import Any
 from adk_actors.errors import AdkError
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 
-__all__ = ["Block", "Burst", "CancelIo", "Crash", "Echo", "Fetch", "GetNotes", "GetPid", "Incr", "IoLog", "Job", "Log",
-           "Note", "Probe", "ProbeArgs", "RaiseError", "Relay", "ReplyLater", "SendUnpicklable", "StopMe"]
+__all__ = [
+    "Block",
+    "Burst",
+    "CancelIo",
+    "Crash",
+    "Echo",
+    "Fetch",
+    "GetNotes",
+    "GetPid",
+    "Incr",
+    "IoLog",
+    "Job",
+    "Log",
+    "Note",
+    "Probe",
+    "ProbeArgs",
+    "RaiseError",
+    "Relay",
+    "ReplyLater",
+    "SendUnpicklable",
+    "StopMe",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -229,23 +249,37 @@ class Probe(GenServer):
             self.stop(request.reason)
             return "stopping"
         if isinstance(request, Relay):
-            self.call(request.target, request.request, time.monotonic() + request.timeout,
-                      lambda value, error: self.fail(ctx, error) if error else self.reply(ctx, value))
+            self.call(
+                request.target,
+                request.request,
+                time.monotonic() + request.timeout,
+                lambda value, error: self.fail(ctx, error) if error else self.reply(ctx, value),
+            )
             return DEFERRED
         if isinstance(request, Fetch):
-            io_id = self.io_call(_http_get, (request.url,), time.monotonic() + request.timeout,
-                                 lambda value, error: self._io_done(ctx, io_id, value, error))
+            io_id = self.io_call(
+                _http_get,
+                (request.url,),
+                time.monotonic() + request.timeout,
+                lambda value, error: self._io_done(ctx, io_id, value, error),
+            )
             self.io_ids.add(io_id)
             return DEFERRED
         if isinstance(request, SendUnpicklable):
-            self.call(request.target, Echo(value=threading.Lock()), time.monotonic() + 5.0,
-                      lambda value, error: self.fail(ctx, error) if error else self.reply(ctx, "delivered"))
+            self.call(
+                request.target,
+                Echo(value=threading.Lock()),
+                time.monotonic() + 5.0,
+                lambda value, error: self.fail(ctx, error) if error else self.reply(ctx, "delivered"),
+            )
             return DEFERRED
         if isinstance(request, IoLog):
-            io_id = self.io_call(_log_many, (request.count, request.text, request.level, request.burst,
-                                             request.pause_s),
-                                 time.monotonic() + request.timeout,
-                                 lambda value, error: self._io_done(ctx, io_id, value, error))
+            io_id = self.io_call(
+                _log_many,
+                (request.count, request.text, request.level, request.burst, request.pause_s),
+                time.monotonic() + request.timeout,
+                lambda value, error: self._io_done(ctx, io_id, value, error),
+            )
             self.io_ids.add(io_id)
             return DEFERRED
         if isinstance(request, CancelIo):
@@ -259,9 +293,13 @@ class Probe(GenServer):
         if isinstance(request, GetNotes):
             return list(self.notes)
         if isinstance(request, Job):
-            self.run_job(request.fn, request.args, time.monotonic() + request.timeout,
-                         lambda value, error: self.fail(ctx, error) if error else self.reply(ctx, value),
-                         inline=request.inline)
+            self.run_job(
+                request.fn,
+                request.args,
+                time.monotonic() + request.timeout,
+                lambda value, error: self.fail(ctx, error) if error else self.reply(ctx, value),
+                inline=request.inline,
+            )
             return DEFERRED
         return super().handle_call(request, ctx)
 

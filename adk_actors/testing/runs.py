@@ -55,8 +55,9 @@ class FetchBody:
 
     def start(self, run: RunContext) -> None:
         run.emit({"fetching": True})
-        self.io_id = run.io_call(_get, (self.url,), time.monotonic() + self.timeout_s,
-                                 lambda value, error: self._done(run, value, error))
+        self.io_id = run.io_call(
+            _get, (self.url,), time.monotonic() + self.timeout_s, lambda value, error: self._done(run, value, error)
+        )
 
     def _done(self, run: RunContext, value: Any, error: AdkError | None) -> None:
         if run.done:
@@ -79,5 +80,9 @@ class JobBody:
     timeout_s: float = 30.0
 
     def start(self, run: RunContext) -> None:
-        run.run_job(self.fn, self.args, time.monotonic() + self.timeout_s,
-                    lambda value, error: run.fail(error.reason) if error else run.complete(value))
+        run.run_job(
+            self.fn,
+            self.args,
+            time.monotonic() + self.timeout_s,
+            lambda value, error: run.fail(error.reason) if error else run.complete(value),
+        )

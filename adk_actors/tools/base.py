@@ -108,8 +108,9 @@ def confirmation_for(tool: Any, args: dict[str, Any], context: ToolContext) -> C
         except ToolError:
             raise
         except Exception as exc:
-            raise ToolError("confirmation gate failed", reason="confirmation_failed",
-                            details={"type": type(exc).__name__}) from None
+            raise ToolError(
+                "confirmation gate failed", reason="confirmation_failed", details={"type": type(exc).__name__}
+            ) from None
         if inspect.isawaitable(raw):
             if isinstance(raw, Coroutine):
                 raw.close()
@@ -160,5 +161,8 @@ def invoke_tool_sync(tool: Tool, args: dict[str, Any], context: ToolContext) -> 
         return asyncio.run(_await(result))
     if isinstance(result, Coroutine):
         result.close()
-    raise ToolError("an async tool cannot be run synchronously inside a running event loop",
-                    reason="event_loop_running", details={"tool": getattr(tool, "name", "?")})
+    raise ToolError(
+        "an async tool cannot be run synchronously inside a running event loop",
+        reason="event_loop_running",
+        details={"tool": getattr(tool, "name", "?")},
+    )

@@ -35,8 +35,11 @@ def _read_tool(tool: Any, source: str) -> tuple[str, str, Any]:
     except ToolError:
         raise
     except Exception as exc:
-        raise ToolError("tool declaration could not be read", reason="invalid_tool",
-                        details={"source": source, "type": type(exc).__name__}) from None
+        raise ToolError(
+            "tool declaration could not be read",
+            reason="invalid_tool",
+            details={"source": source, "type": type(exc).__name__},
+        ) from None
     if not isinstance(name, str):
         raise ToolError("tool name must be a str", reason="invalid_tool_name", details={"source": source})
     return name, description, schema
@@ -56,8 +59,9 @@ def tool_declaration(tool: Any, *, source: str = "tool") -> tuple[dict[str, Any]
     except SchemaError as exc:
         if exc.reason == "invalid_function_name":
             raise ToolError("invalid tool name", reason="invalid_tool_name", details={"source": source}) from None
-        raise SchemaError(exc.message, reason=exc.reason,
-                          details={**exc.details, "tool": name, "source": source}) from None
+        raise SchemaError(
+            exc.message, reason=exc.reason, details={**exc.details, "tool": name, "source": source}
+        ) from None
     return declaration, compiled
 
 
@@ -79,8 +83,9 @@ class Toolset:
             raise ToolError("toolset name must be a non-empty str", reason="invalid_toolset")
         tools = tuple(self.tools) if isinstance(self.tools, list | tuple) else None
         if tools is None:
-            raise ToolError("toolset tools must be a sequence", reason="invalid_toolset",
-                            details={"toolset": self.name})
+            raise ToolError(
+                "toolset tools must be a sequence", reason="invalid_toolset", details={"toolset": self.name}
+            )
         object.__setattr__(self, "tools", tools)
         source = f"toolset:{self.name}"
         declarations = [tool_declaration(t, source=source)[0] for t in tools]
@@ -143,8 +148,11 @@ class Toolset:
                 if _digest(declaration) == digest:
                     return tool
                 break
-        raise ToolError("tool catalog changed since the call was made", reason="tool_catalog_changed",
-                        details={"tool": name[:128], "toolset": self.name})
+        raise ToolError(
+            "tool catalog changed since the call was made",
+            reason="tool_catalog_changed",
+            details={"tool": name[:128], "toolset": self.name},
+        )
 
 
 class ToolsetMember:
@@ -195,8 +203,11 @@ def _load(name: str, loader: Callable[[], Iterable[Any]]) -> tuple[Any, ...]:
     except ToolError:
         raise
     except Exception as exc:
-        raise ToolError("toolset could not be loaded", reason="toolset_load_failed",
-                        details={"toolset": name, "type": type(exc).__name__}) from None
+        raise ToolError(
+            "toolset could not be loaded",
+            reason="toolset_load_failed",
+            details={"toolset": name, "type": type(exc).__name__},
+        ) from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -275,14 +286,16 @@ class ToolCatalog:
         stale_version = version is not None and version != self.version
         stale_digest = digest is not None and (entry is None or entry.digest != digest)
         if stale_version or stale_digest:
-            raise ToolError("tool catalog changed since the call was made", reason="tool_catalog_changed",
-                            details={"tool": label})
+            raise ToolError(
+                "tool catalog changed since the call was made", reason="tool_catalog_changed", details={"tool": label}
+            )
         if entry is None:
             raise ToolError("no such tool", reason="tool_not_found")
         return entry
 
-    def validate_call(self, call: FunctionCallPart, *, version: str | None = None,
-                      digest: str | None = None) -> tuple[CatalogEntry, dict[str, Any]]:
+    def validate_call(
+        self, call: FunctionCallPart, *, version: str | None = None, digest: str | None = None
+    ) -> tuple[CatalogEntry, dict[str, Any]]:
         """Resolve a call (see :meth:`resolve`) and validate its arguments.
 
         Raises:
@@ -310,13 +323,13 @@ class ToolCatalog:
                 raise ToolError(exc.message, reason=exc.reason, details={**exc.details, "index": index}) from None
             if call.id is not None:
                 if call.id in seen:
-                    raise ToolError("duplicate function call id", reason="duplicate_call_id",
-                                    details={"index": index})
+                    raise ToolError("duplicate function call id", reason="duplicate_call_id", details={"index": index})
                 seen.add(call.id)
 
 
-def compile_catalog(tools: Iterable[Any] = (), toolsets: Iterable[Toolset] = (), *,
-                    sub_agents: Iterable[str] = ()) -> ToolCatalog:
+def compile_catalog(
+    tools: Iterable[Any] = (), toolsets: Iterable[Toolset] = (), *, sub_agents: Iterable[str] = ()
+) -> ToolCatalog:
     """Compile tools and toolset snapshots into one catalog.
 
     Args:
@@ -334,8 +347,11 @@ def compile_catalog(tools: Iterable[Any] = (), toolsets: Iterable[Toolset] = (),
 
     def claim(name: str, source: str) -> None:
         if name in owners:
-            raise ToolError("duplicate tool name", reason="duplicate_tool_name",
-                            details={"tool": name, "source": source, "first_source": owners[name]})
+            raise ToolError(
+                "duplicate tool name",
+                reason="duplicate_tool_name",
+                details={"tool": name, "source": source, "first_source": owners[name]},
+            )
         owners[name] = source
 
     pending: list[tuple[Any, str]] = [(t, "tool") for t in tools]
@@ -346,13 +362,15 @@ def compile_catalog(tools: Iterable[Any] = (), toolsets: Iterable[Toolset] = (),
     for tool, source in pending:
         declaration, compiled = tool_declaration(tool, source=source)
         claim(declaration["name"], source)
-        entries.append(CatalogEntry(name=declaration["name"], tool=tool, compiled=compiled,
-                                    declaration=declaration, source=source))
+        entries.append(
+            CatalogEntry(name=declaration["name"], tool=tool, compiled=compiled, declaration=declaration, source=source)
+        )
     agent_names: list[str] = []
     for agent in sub_agents:
         if not isinstance(agent, str) or not agent:
-            raise ToolError("sub-agent names are non-empty str", reason="invalid_tool_name",
-                            details={"source": "sub_agent"})
+            raise ToolError(
+                "sub-agent names are non-empty str", reason="invalid_tool_name", details={"source": "sub_agent"}
+            )
         claim(agent, "sub_agent")
         agent_names.append(agent)
     version = _digest({"tools": [e.declaration for e in entries], "sub_agents": agent_names})

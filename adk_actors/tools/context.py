@@ -66,13 +66,17 @@ class ReadOnlyState(Mapping[str, Any]):
 
     def __init__(self, data: Mapping[str, Any] | None = None) -> None:
         if data is not None and not isinstance(data, Mapping):
-            raise ToolError("tool state must be a mapping", reason="invalid_state",
-                            details={"field": "state", "type": type(data).__name__})
+            raise ToolError(
+                "tool state must be a mapping",
+                reason="invalid_state",
+                details={"field": "state", "type": type(data).__name__},
+            )
         try:
             copied, _ = copy_json(dict(data or {}), field="state")
         except ValidationError as exc:
-            raise ToolError("tool state is not JSON-safe", reason="invalid_state",
-                            details={"field": "state", "rule": exc.reason}) from None
+            raise ToolError(
+                "tool state is not JSON-safe", reason="invalid_state", details={"field": "state", "rule": exc.reason}
+            ) from None
         self._data: dict[str, Any] = copied
 
     def __getitem__(self, key: str) -> Any:
@@ -130,13 +134,17 @@ class ToolActions:
                 JSON-safe.
         """
         if not isinstance(key, str) or not key or len(key) > MAX_STATE_KEY_CHARS or not _is_json_text(key):
-            raise ToolError("state keys are non-empty bounded str without NUL or lone surrogates",
-                            reason="invalid_state", details={"field": "key", "max_chars": MAX_STATE_KEY_CHARS})
+            raise ToolError(
+                "state keys are non-empty bounded str without NUL or lone surrogates",
+                reason="invalid_state",
+                details={"field": "key", "max_chars": MAX_STATE_KEY_CHARS},
+            )
         try:
             self.state_delta[key] = copy_json(value, field="value")[0]
         except ValidationError as exc:
-            raise ToolError("state value is not JSON-safe", reason="invalid_state",
-                            details={"field": "value", "rule": exc.reason}) from None
+            raise ToolError(
+                "state value is not JSON-safe", reason="invalid_state", details={"field": "value", "rule": exc.reason}
+            ) from None
 
     def control(self) -> dict[str, Any]:
         """The recorded control actions as JSON (``{"escalate": True}``, ``{"transfer_to_agent": name}``; only
@@ -150,10 +158,12 @@ class ToolActions:
         if not isinstance(self.escalate, bool):
             raise ToolError("escalate is a bool", reason="invalid_action", details={"field": "escalate"})
         target = self.transfer_to_agent
-        if target is not None and (not isinstance(target, str) or not target
-                                   or len(target) > MAX_AGENT_NAME_CHARS or not _is_json_text(target)):
-            raise ToolError("transfer_to_agent is an agent name", reason="invalid_action",
-                            details={"field": "transfer_to_agent"})
+        if target is not None and (
+            not isinstance(target, str) or not target or len(target) > MAX_AGENT_NAME_CHARS or not _is_json_text(target)
+        ):
+            raise ToolError(
+                "transfer_to_agent is an agent name", reason="invalid_action", details={"field": "transfer_to_agent"}
+            )
         if self.escalate:
             out["escalate"] = True
         if target is not None:
@@ -166,8 +176,9 @@ class ToolActions:
         Raises:
             EventError: a recorded value is malformed.
         """
-        return EventActions(state_delta=self.state_delta, escalate=self.escalate,
-                            transfer_to_agent=self.transfer_to_agent)
+        return EventActions(
+            state_delta=self.state_delta, escalate=self.escalate, transfer_to_agent=self.transfer_to_agent
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,22 +213,29 @@ class ToolContext:
     def __post_init__(self) -> None:
         for name in ("invocation_id", "agent_name", "app_name", "user_id", "session_id"):
             if not isinstance(getattr(self, name), str):
-                raise ToolError("tool context field must be a str", reason="invalid_context",
-                                details={"field": name})
+                raise ToolError("tool context field must be a str", reason="invalid_context", details={"field": name})
         if self.function_call_id is not None and not isinstance(self.function_call_id, str):
-            raise ToolError("tool context field must be a str", reason="invalid_context",
-                            details={"field": "function_call_id"})
+            raise ToolError(
+                "tool context field must be a str", reason="invalid_context", details={"field": "function_call_id"}
+            )
         ancestry = tuple(self.ancestry) if isinstance(self.ancestry, list | tuple) else None
-        if ancestry is None or len(ancestry) > MAX_ANCESTRY or not all(
-                isinstance(a, str) and 0 < len(a) <= MAX_AGENT_NAME_CHARS for a in ancestry):
-            raise ToolError("tool context ancestry is a bounded list of agent names", reason="invalid_context",
-                            details={"field": "ancestry", "max": MAX_ANCESTRY})
+        if (
+            ancestry is None
+            or len(ancestry) > MAX_ANCESTRY
+            or not all(isinstance(a, str) and 0 < len(a) <= MAX_AGENT_NAME_CHARS for a in ancestry)
+        ):
+            raise ToolError(
+                "tool context ancestry is a bounded list of agent names",
+                reason="invalid_context",
+                details={"field": "ancestry", "max": MAX_ANCESTRY},
+            )
         object.__setattr__(self, "ancestry", ancestry)
         if not isinstance(self.state, ReadOnlyState):
             object.__setattr__(self, "state", ReadOnlyState(self.state))
         if not isinstance(self.actions, ToolActions):
-            raise ToolError("tool context actions must be ToolActions", reason="invalid_context",
-                            details={"field": "actions"})
+            raise ToolError(
+                "tool context actions must be ToolActions", reason="invalid_context", details={"field": "actions"}
+            )
 
     def get_state(self, key: str, default: Any = None) -> Any:
         """Read ``key``, seeing this call's own pending writes first."""
@@ -227,5 +245,6 @@ class ToolContext:
 
     def redacted(self) -> ToolContext:
         """A copy for a remote toolset: secret-named state keys pruned, no ancestry and a fresh action recorder."""
-        return dataclasses.replace(self, state=ReadOnlyState(prune_secrets(dict(self.state.items()))),
-                                   actions=ToolActions(), ancestry=())
+        return dataclasses.replace(
+            self, state=ReadOnlyState(prune_secrets(dict(self.state.items()))), actions=ToolActions(), ancestry=()
+        )

@@ -36,8 +36,26 @@ from adk_actors.tools.context import ToolContext
 
 __all__ = ["FunctionTool", "parse_docstring", "schema_for_annotation"]
 
-_SECTIONS = frozenset({"args", "arguments", "parameters", "params", "returns", "return", "raises", "yields",
-                       "examples", "example", "note", "notes", "attributes", "see also", "warnings", "warning"})
+_SECTIONS = frozenset(
+    {
+        "args",
+        "arguments",
+        "parameters",
+        "params",
+        "returns",
+        "return",
+        "raises",
+        "yields",
+        "examples",
+        "example",
+        "note",
+        "notes",
+        "attributes",
+        "see also",
+        "warnings",
+        "warning",
+    }
+)
 _ARG_SECTIONS = frozenset({"args", "arguments", "parameters", "params"})
 _ARG_LINE = re.compile(r"\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
 _CONTEXT_PARAM = "tool_context"
@@ -82,8 +100,11 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
 
 def _unsupported(annotation: Any, rule: str = "unsupported_annotation") -> SchemaError:
     label = getattr(annotation, "__name__", None) or type(annotation).__name__
-    return SchemaError("annotation cannot be expressed as a JSON Schema", reason="unsupported_annotation",
-                       details={"annotation": str(label)[:128], "rule": rule})
+    return SchemaError(
+        "annotation cannot be expressed as a JSON Schema",
+        reason="unsupported_annotation",
+        details={"annotation": str(label)[:128], "rule": rule},
+    )
 
 
 def _literal_type(values: Sequence[Any]) -> str | None:
@@ -109,8 +130,12 @@ def _enum_schema(values: list[Any], annotation: Any) -> dict[str, Any]:
 
 
 def _object_schema(hints: Mapping[str, Any], required: Iterable[str], seen: frozenset[int]) -> dict[str, Any]:
-    return {"type": "object", "properties": {k: _schema(v, seen) for k, v in hints.items()},
-            "required": sorted(required), "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": {k: _schema(v, seen) for k, v in hints.items()},
+        "required": sorted(required),
+        "additionalProperties": False,
+    }
 
 
 def _is_typeddict(annotation: Any) -> bool:
@@ -167,8 +192,13 @@ def _schema(annotation: Any, seen: frozenset[int]) -> dict[str, Any]:
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             return {"type": "array", "items": _schema(args[0], seen)}
-        return {"type": "array", "items": [_schema(a, seen) for a in args], "additionalItems": False,
-                "minItems": len(args), "maxItems": len(args)}
+        return {
+            "type": "array",
+            "items": [_schema(a, seen) for a in args],
+            "additionalItems": False,
+            "minItems": len(args),
+            "maxItems": len(args),
+        }
     if annotation is dict or origin in (dict, Mapping):
         schema = {"type": "object"}
         if args:
@@ -187,8 +217,9 @@ def _schema(annotation: Any, seen: frozenset[int]) -> dict[str, Any]:
         if _is_typeddict(annotation):
             return _object_schema(hints, _typeddict_required(annotation, hints), inner_seen)
         fields = dataclasses.fields(annotation)
-        required = [f.name for f in fields if f.default is dataclasses.MISSING
-                    and f.default_factory is dataclasses.MISSING]
+        required = [
+            f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
         return _object_schema({f.name: hints.get(f.name, Any) for f in fields if f.init}, required, inner_seen)
     raise _unsupported(annotation)
 
@@ -256,9 +287,16 @@ class FunctionTool:
         inline: Whether the runtime may run it inside the agent's process.
     """
 
-    def __init__(self, func: Callable[..., Any], *, name: str | None = None, description: str | None = None,
-                 requires_confirmation: bool | ConfirmationGate = False, parallel_safe: bool = False,
-                 inline: bool = False) -> None:
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        requires_confirmation: bool | ConfirmationGate = False,
+        parallel_safe: bool = False,
+        inline: bool = False,
+    ) -> None:
         """Derive the tool from ``func``.
 
         Args:
@@ -274,14 +312,18 @@ class FunctionTool:
             SchemaError: reason ``unsupported_annotation`` or a compilation reason.
         """
         if not callable(func):
-            raise ToolError("FunctionTool needs a callable", reason="invalid_tool",
-                            details={"type": type(func).__name__})
+            raise ToolError(
+                "FunctionTool needs a callable", reason="invalid_tool", details={"type": type(func).__name__}
+            )
         for flag, value in (("parallel_safe", parallel_safe), ("inline", inline)):
             if not isinstance(value, bool):
                 raise ToolError("tool flags are bool", reason="invalid_tool", details={"field": flag})
         if not (isinstance(requires_confirmation, bool) or callable(requires_confirmation)):
-            raise ToolError("requires_confirmation is a bool or a callable", reason="invalid_tool",
-                            details={"field": "requires_confirmation"})
+            raise ToolError(
+                "requires_confirmation is a bool or a callable",
+                reason="invalid_tool",
+                details={"field": "requires_confirmation"},
+            )
         self.func = func
         self.name = name if name is not None else getattr(func, "__name__", "")
         try:
@@ -294,8 +336,9 @@ class FunctionTool:
         self.inline = inline
         self._gate = requires_confirmation
         self.requires_confirmation = requires_confirmation if isinstance(requires_confirmation, bool) else False
-        self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
-            getattr(func, "__call__", None))  # noqa: B004 - an async __call__ makes an async callable object
+        # An async __call__ makes an async callable object.
+        call = getattr(func, "__call__", None)  # noqa: B004 - the method itself, not whether func is callable
+        self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
         self._context_param: str | None = None
         self._hints: dict[str, Any] = {}
         self._schema = self._derive(arg_docs)
@@ -306,8 +349,11 @@ class FunctionTool:
             signature = inspect.signature(self.func)
             hints = _parameter_hints(self.func)
         except Exception:
-            raise SchemaError("function signature cannot be read", reason="unsupported_annotation",
-                              details={"tool": self.name, "rule": "unresolvable_annotation"}) from None
+            raise SchemaError(
+                "function signature cannot be read",
+                reason="unsupported_annotation",
+                details={"tool": self.name, "rule": "unresolvable_annotation"},
+            ) from None
         properties: dict[str, Any] = {}
         required: list[str] = []
         for param in signature.parameters.values():
@@ -316,13 +362,17 @@ class FunctionTool:
                 self._context_param = param.name
                 continue
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-                raise SchemaError("tool functions take keyword arguments only", reason="unsupported_annotation",
-                                  details={"tool": self.name, "rule": "parameter_kind"})
+                raise SchemaError(
+                    "tool functions take keyword arguments only",
+                    reason="unsupported_annotation",
+                    details={"tool": self.name, "rule": "parameter_kind"},
+                )
             try:
                 schema = dict(schema_for_annotation(annotation))
             except SchemaError as exc:
-                raise SchemaError(exc.message, reason=exc.reason,
-                                  details={**exc.details, "tool": self.name, "parameter": param.name}) from None
+                raise SchemaError(
+                    exc.message, reason=exc.reason, details={**exc.details, "tool": self.name, "parameter": param.name}
+                ) from None
             if param.name in arg_docs and arg_docs[param.name] and "description" not in schema:
                 schema["description"] = arg_docs[param.name]
             if param.default is param.empty:
@@ -370,8 +420,20 @@ class FunctionTool:
     def __reduce__(self) -> tuple[Any, ...]:
         # The derived schema, context parameter and resolved hints travel with the function: a function pickled
         # by value carries only the globals its body uses, so its string annotations could not be resolved again.
-        return (_restore, (self.func, self.name, self.description, self._gate, self.parallel_safe, self.inline,
-                           self._schema, self._context_param, self._hints))
+        return (
+            _restore,
+            (
+                self.func,
+                self.name,
+                self.description,
+                self._gate,
+                self.parallel_safe,
+                self.inline,
+                self._schema,
+                self._context_param,
+                self._hints,
+            ),
+        )
 
 
 class _Annotations:
@@ -390,19 +452,27 @@ def _parameter_hints(func: Callable[..., Any]) -> dict[str, Any]:
     if not isinstance(annotations, dict):
         return typing.get_type_hints(func, include_extras=True)
     params = {k: v for k, v in annotations.items() if k != "return"}
-    return typing.get_type_hints(_Annotations(params), globalns=getattr(target, "__globals__", None),
-                                 include_extras=True)
+    return typing.get_type_hints(
+        _Annotations(params), globalns=getattr(target, "__globals__", None), include_extras=True
+    )
 
 
-def _restore(func: Callable[..., Any], name: str, description: str, gate: bool | ConfirmationGate,
-             parallel_safe: bool, inline: bool, schema: dict[str, Any], context_param: str | None,
-             hints: dict[str, Any]) -> FunctionTool:
+def _restore(
+    func: Callable[..., Any],
+    name: str,
+    description: str,
+    gate: bool | ConfirmationGate,
+    parallel_safe: bool,
+    inline: bool,
+    schema: dict[str, Any],
+    context_param: str | None,
+    hints: dict[str, Any],
+) -> FunctionTool:
     tool = FunctionTool.__new__(FunctionTool)
     tool.func, tool.name, tool.description = func, name, description
     tool.parallel_safe, tool.inline, tool._gate = parallel_safe, inline, gate
     tool.requires_confirmation = gate if isinstance(gate, bool) else False
-    tool.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
-        getattr(func, "__call__", None))  # noqa: B004 - an async __call__ makes an async callable object
+    tool.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None))  # noqa: B004 - an async __call__ makes an async callable object
     tool._context_param, tool._hints, tool._schema = context_param, dict(hints), schema
     tool._compiled = compile_schema(schema)
     return tool

@@ -41,8 +41,9 @@ def failed_function_response(name: str, call_id: str | None, error: BaseExceptio
         reason = "tool_error"
     else:
         reason = "tool_exception"
-    return FunctionResponsePart(name=name, id=call_id,
-                                response={"error": {"reason": reason, "type": type(error).__name__[:128]}})
+    return FunctionResponsePart(
+        name=name, id=call_id, response={"error": {"reason": reason, "type": type(error).__name__[:128]}}
+    )
 
 
 def result_payload(result: Any) -> dict[str, Any]:
@@ -77,8 +78,9 @@ def tool_result_response(name: str, call_id: str | None, result: Any) -> Functio
         return FunctionResponsePart(name=name, id=call_id, response=payload)
     except ValidationError as exc:
         reason = "limit_exceeded" if exc.reason == "limit_exceeded" else "invalid_tool_result"
-        raise ToolError("tool result cannot be returned to the model", reason=reason,
-                        details={"rule": exc.reason}) from None
+        raise ToolError(
+            "tool result cannot be returned to the model", reason=reason, details={"rule": exc.reason}
+        ) from None
 
 
 def _schema_validate(tool: Tool, call: FunctionCallPart) -> dict[str, Any]:

@@ -28,11 +28,15 @@ def long_running(operation_id: str, message: str = "") -> dict[str, Any]:
         ToolError: reason ``invalid_suspension`` for an empty or oversized id or message.
     """
     if not isinstance(operation_id, str) or not operation_id or len(operation_id) > _MAX_ID_CHARS:
-        raise ToolError("a long-running operation id is a non-empty short string", reason="invalid_suspension",
-                        details={"field": "operation_id"})
+        raise ToolError(
+            "a long-running operation id is a non-empty short string",
+            reason="invalid_suspension",
+            details={"field": "operation_id"},
+        )
     if not isinstance(message, str) or len(message) > _MAX_MESSAGE_CHARS:
-        raise ToolError("a long-running message is a short string", reason="invalid_suspension",
-                        details={"field": "message"})
+        raise ToolError(
+            "a long-running message is a short string", reason="invalid_suspension", details={"field": "message"}
+        )
     return {SUSPENSION_KEY: "long_running", "operation_id": operation_id, "message": message}
 
 

@@ -44,8 +44,15 @@ from adk_actors.workflows.engine import Cancelled, Completed, Engine, Failed, Ou
 from adk_actors.workflows.results import ActionFailed, Output, normalize_result
 from adk_actors.workflows.spec import CompiledWorkflow
 
-__all__ = ["CancelWorkflow", "DurableArgs", "WaitWorkflow", "WorkflowActor", "WorkflowArgs", "WorkflowCheckpoint",
-           "WorkflowStatus"]
+__all__ = [
+    "CancelWorkflow",
+    "DurableArgs",
+    "WaitWorkflow",
+    "WorkflowActor",
+    "WorkflowArgs",
+    "WorkflowCheckpoint",
+    "WorkflowStatus",
+]
 
 _RUN_CALLABLE = CallableRef.by_name("adk_actors.workflows.results.run_callable")
 _RUN_TOOL = CallableRef.by_name("adk_actors.workflows.coordinator.run_tool")
@@ -140,9 +147,11 @@ def run_tool(tool: CallableRef, args: dict[str, Any], context: dict[str, Any]) -
     target: Any = tool.resolve()
     if callable(getattr(target, "execute", None)) and callable(getattr(target, "schema", None)):
         validated = compile_schema(target.schema()).validate(dict(args), field="args")
-        ctx = ToolContext(invocation_id=str(context.get("invocation_id") or "workflow"),
-                          agent_name=str(context.get("workflow_id") or "workflow"),
-                          function_call_id=str(context.get("step_id") or "") or None)
+        ctx = ToolContext(
+            invocation_id=str(context.get("invocation_id") or "workflow"),
+            agent_name=str(context.get("workflow_id") or "workflow"),
+            function_call_id=str(context.get("step_id") or "") or None,
+        )
         return invoke_without_runner(target, validated, ctx)
     return target(**args)
 
@@ -181,10 +190,16 @@ class WorkflowActor(GenServer):
             raise WorkflowError("a workflow coordinator needs WorkflowArgs", reason="invalid_value")
         self.args = args
         durable = args.durable
-        self.engine = Engine(args.compiled, args.state, checkpoint=args.checkpoint, resume_input=args.resume_input,
-                             invocation_id=durable.invocation_id if durable else args.workflow_ref,
-                             max_steps=args.max_steps, max_transfers=args.max_transfers,
-                             max_concurrency=args.max_concurrency)
+        self.engine = Engine(
+            args.compiled,
+            args.state,
+            checkpoint=args.checkpoint,
+            resume_input=args.resume_input,
+            invocation_id=durable.invocation_id if durable else args.workflow_ref,
+            max_steps=args.max_steps,
+            max_transfers=args.max_transfers,
+            max_concurrency=args.max_concurrency,
+        )
         timeout_ms = args.timeout_ms if args.timeout_ms is not None else args.compiled.timeout
         now = time.monotonic()
         self.deadline = min(now + _ms(timeout_ms), math.inf if args.deadline is None else args.deadline)
@@ -240,12 +255,18 @@ class WorkflowActor(GenServer):
         assert self.args is not None and self.engine is not None
         # "running" until the outcome is announced (for a durable invocation: recorded by the ledger).
         state = type(self.outcome).__name__.lower() if self.finished else "running"
-        return {"workflow_ref": self.args.workflow_ref, "workflow_id": self.args.compiled.id,
-                "events": self._events(),
-                "version": self.args.compiled.version, "kind": self.args.compiled.kind, "state": state,
-                "in_flight": len(self.engine.in_flight), "commit_seq": self.engine.commit_seq,
-                "started_at": self.started_at,
-                "invocation_id": self.args.durable.invocation_id if self.args.durable else None}
+        return {
+            "workflow_ref": self.args.workflow_ref,
+            "workflow_id": self.args.compiled.id,
+            "events": self._events(),
+            "version": self.args.compiled.version,
+            "kind": self.args.compiled.kind,
+            "state": state,
+            "in_flight": len(self.engine.in_flight),
+            "commit_seq": self.engine.commit_seq,
+            "started_at": self.started_at,
+            "invocation_id": self.args.durable.invocation_id if self.args.durable else None,
+        }
 
     def _events(self) -> list[dict[str, Any]]:
         """The engine's handoffs as events whose ``actions.transfer_to_agent`` names the new owner (newest 256)."""
@@ -254,9 +275,12 @@ class WorkflowActor(GenServer):
         out = []
         for item in self.engine.events[-256:]:
             if item.get("type") == "transfer_to_agent":
-                event = Event.new(invocation_id=invocation, author=str(item.get("from") or "workflow"),
-                                  actions=EventActions(transfer_to_agent=str(item.get("to"))),
-                                  timestamp=self.started_at)
+                event = Event.new(
+                    invocation_id=invocation,
+                    author=str(item.get("from") or "workflow"),
+                    actions=EventActions(transfer_to_agent=str(item.get("to"))),
+                    timestamp=self.started_at,
+                )
                 out.append(event.to_dict())
         return out
 
@@ -325,8 +349,12 @@ class WorkflowActor(GenServer):
             return
         if task.kind == "tool":
             assert task.tool is not None
-            job = self.run_job(_RUN_TOOL, (task.tool, task.args or {}, context), deadline,
-                               lambda v, e: done(None if e else {"output": v, "delta": {}}, e))
+            job = self.run_job(
+                _RUN_TOOL,
+                (task.tool, task.args or {}, context),
+                deadline,
+                lambda v, e: done(None if e else {"output": v, "delta": {}}, e),
+            )
         else:
             assert task.fn is not None
             job = self.run_job(_RUN_CALLABLE, (task.fn, task.arity, task.kind, task.state, context), deadline, done)
@@ -345,11 +373,21 @@ class WorkflowActor(GenServer):
                 done(None, error)
                 return
             if not isinstance(value, dict) or value.get("name") != name:
-                done(None, WorkflowError("the agent name resolves to a different agent",
-                                         reason="agent_identity_mismatch", details={"agent": name[:64]}))
+                done(
+                    None,
+                    WorkflowError(
+                        "the agent name resolves to a different agent",
+                        reason="agent_identity_mismatch",
+                        details={"agent": name[:64]},
+                    ),
+                )
                 return
-            self.call(target, Invoke(input=task.prompt or ""), deadline,
-                      lambda v, e: done(None if e else {"output": v, "delta": {}}, e))
+            self.call(
+                target,
+                Invoke(input=task.prompt or ""),
+                deadline,
+                lambda v, e: done(None if e else {"output": v, "delta": {}}, e),
+            )
 
         self.call(target, Describe(), deadline, described)
 
@@ -399,8 +437,14 @@ class WorkflowActor(GenServer):
         """Start the next ledger write unless one is in flight: the final write once the outcome is decided,
         else a due renewal, else the engine's newest checkpoint."""
         args, engine = self.args, self.engine
-        if (args is None or args.durable is None or engine is None or self.lease is None or self.finished
-                or self.writing is not None):
+        if (
+            args is None
+            or args.durable is None
+            or engine is None
+            or self.lease is None
+            or self.finished
+            or self.writing is not None
+        ):
             return
         if self.outcome is not None:
             self._write_finish(args.durable, engine, self.outcome)
@@ -427,8 +471,9 @@ class WorkflowActor(GenServer):
             self._ledger_settled()
 
         self.writing = "checkpoint"
-        self.io_call(_checkpoint, (durable.ledger, self.lease, engine.checkpoint(), seq), time.monotonic() + 30.0,
-                     written)
+        self.io_call(
+            _checkpoint, (durable.ledger, self.lease, engine.checkpoint(), seq), time.monotonic() + 30.0, written
+        )
 
     def _write_renew(self, durable: DurableArgs) -> None:
         self.renew_due = False
@@ -444,8 +489,7 @@ class WorkflowActor(GenServer):
             self._ledger_settled()
 
         self.writing = "renew"
-        self.io_call(_renew_lease, (durable.ledger, self.lease, durable.lease_ms), time.monotonic() + 30.0,
-                     renewed)
+        self.io_call(_renew_lease, (durable.ledger, self.lease, durable.lease_ms), time.monotonic() + 30.0, renewed)
 
     def _write_finish(self, durable: DurableArgs, engine: Engine, outcome: Outcome) -> None:
         state = type(outcome).__name__.lower()
@@ -463,8 +507,12 @@ class WorkflowActor(GenServer):
             self._announce()
 
         self.writing = "finish"
-        self.io_call(_finish, (durable.ledger, self.lease, state, _ledger_result(outcome),
-                               outcome.checkpoint if fresh else None, seq), time.monotonic() + 30.0, finished)
+        self.io_call(
+            _finish,
+            (durable.ledger, self.lease, state, _ledger_result(outcome), outcome.checkpoint if fresh else None, seq),
+            time.monotonic() + 30.0,
+            finished,
+        )
 
     def _ledger_failed(self, operation: str, error: AdkError) -> None:
         """The ledger refused or failed a write: another owner may hold the invocation now, or the database is
@@ -480,8 +528,13 @@ class WorkflowActor(GenServer):
             details["outcome"] = type(decided).__name__.lower()
         if isinstance(error.details.get("why"), str):
             details["why"] = error.details["why"]
-        self.log.warning("ledger write failed; the coordinator stops", operation=operation, reason=error.reason,
-                         invocation_id=self.args.durable.invocation_id, outcome=details.get("outcome"))
+        self.log.warning(
+            "ledger write failed; the coordinator stops",
+            operation=operation,
+            reason=error.reason,
+            invocation_id=self.args.durable.invocation_id,
+            outcome=details.get("outcome"),
+        )
         failed = Failed(error.reason, details, decided.checkpoint if decided is not None else engine.checkpoint())
         if decided is None:
             self._conclude(failed)
@@ -520,6 +573,7 @@ def _ledger_result(outcome: Outcome) -> Any:
 
 
 # ---- ledger I/O (the host's I/O threads) ----------------------------------------------------------------------
+
 
 def _checkpoint(token: Any, ledger: Any, lease: Any, checkpoint: Any, seq: int) -> None:
     ledger.checkpoint(lease, checkpoint, seq)

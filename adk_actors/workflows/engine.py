@@ -203,8 +203,11 @@ def merge_deltas(deltas: Sequence[tuple[str, Mapping[str, Any]]], merge: Merge =
     for branch, delta in deltas:
         for key, value in delta.items():
             if merge == "reject_conflicts" and key in merged and not _same(merged[key], value):
-                raise WorkflowError("branches wrote different values to one key", reason="merge_conflict",
-                                    details={"key": key, "branches": [writer[key], branch]})
+                raise WorkflowError(
+                    "branches wrote different values to one key",
+                    reason="merge_conflict",
+                    details={"key": key, "branches": [writer[key], branch]},
+                )
             merged[key] = value
             writer[key] = branch
     return merged
@@ -265,10 +268,18 @@ class Engine:
         in_flight: Tasks handed out and not yet answered, by id.
     """
 
-    def __init__(self, compiled: CompiledWorkflow, state: Mapping[str, Any], *,
-                 checkpoint: Mapping[str, Any] | None = None, resume_input: Any = None, invocation_id: str = "",
-                 max_steps: int | None = None, max_transfers: int | None = None,
-                 max_concurrency: int | None = None) -> None:
+    def __init__(
+        self,
+        compiled: CompiledWorkflow,
+        state: Mapping[str, Any],
+        *,
+        checkpoint: Mapping[str, Any] | None = None,
+        resume_input: Any = None,
+        invocation_id: str = "",
+        max_steps: int | None = None,
+        max_transfers: int | None = None,
+        max_concurrency: int | None = None,
+    ) -> None:
         """Prepare a fresh run (``state`` is the input) or a resume (``checkpoint``; ``state`` is ignored).
 
         Args:
@@ -286,16 +297,22 @@ class Engine:
                 ``invalid_resume_input``, ``invalid_checkpoint``, ``checkpoint_mismatch``.
         """
         if not isinstance(compiled, CompiledWorkflow):
-            raise WorkflowError("Engine needs a CompiledWorkflow", reason="invalid_value",
-                                details={"field": "compiled"})
-        for name, value, minimum in (("max_steps", max_steps, 1), ("max_transfers", max_transfers, 0),
-                                     ("max_concurrency", max_concurrency, 1)):
+            raise WorkflowError(
+                "Engine needs a CompiledWorkflow", reason="invalid_value", details={"field": "compiled"}
+            )
+        for name, value, minimum in (
+            ("max_steps", max_steps, 1),
+            ("max_transfers", max_transfers, 0),
+            ("max_concurrency", max_concurrency, 1),
+        ):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-                raise WorkflowError(f"{name} must be an integer >= {minimum}", reason="invalid_value",
-                                    details={"field": name})
+                raise WorkflowError(
+                    f"{name} must be an integer >= {minimum}", reason="invalid_value", details={"field": name}
+                )
         if not isinstance(invocation_id, str):
-            raise WorkflowError("invocation_id must be a string", reason="invalid_value",
-                                details={"field": "invocation_id"})
+            raise WorkflowError(
+                "invocation_id must be a string", reason="invalid_value", details={"field": "invocation_id"}
+            )
         self._compiled = compiled
         self._invocation_id = invocation_id
         self._max_concurrency = max_concurrency
@@ -375,8 +392,9 @@ class Engine:
             WorkflowError: ``invalid_value`` when ``reason`` is not a short string.
         """
         if not isinstance(reason, str) or not reason or len(reason) > MAX_CANCEL_REASON_CHARS:
-            raise WorkflowError("a cancel reason is a short string", reason="invalid_value",
-                                details={"field": "reason"})
+            raise WorkflowError(
+                "a cancel reason is a short string", reason="invalid_value", details={"field": "reason"}
+            )
         if self.outcome is None:
             self.outcome = Cancelled(reason, self.checkpoint())
 
@@ -384,20 +402,26 @@ class Engine:
 
     def _fresh(self, state: Mapping[str, Any], max_steps: int | None, max_transfers: int | None) -> None:
         if not isinstance(state, Mapping):
-            raise WorkflowError("the workflow state is a mapping", reason="invalid_state",
-                                details={"type": type(state).__name__})
+            raise WorkflowError(
+                "the workflow state is a mapping", reason="invalid_state", details={"type": type(state).__name__}
+            )
         try:
             copied, _ = copy_json(dict(state), field="state")
         except ValidationError as exc:
-            raise WorkflowError("the workflow state is not JSON-safe", reason="invalid_state",
-                                details={"rule": exc.reason, "path": exc.details.get("path", "$")}) from None
+            raise WorkflowError(
+                "the workflow state is not JSON-safe",
+                reason="invalid_state",
+                details={"rule": exc.reason, "path": exc.details.get("path", "$")},
+            ) from None
         if self._compiled.input_schema is not None:
             try:
                 self._compiled.input_schema.validate(copied, field="input")
             except SchemaError as exc:
-                raise WorkflowError("the workflow input does not match its input_schema", reason="invalid_input",
-                                    details={"path": exc.details.get("path"), "rule": exc.details.get("rule")}
-                                    ) from None
+                raise WorkflowError(
+                    "the workflow input does not match its input_schema",
+                    reason="invalid_input",
+                    details={"path": exc.details.get("path"), "rule": exc.details.get("rule")},
+                ) from None
         self._state: dict[str, Any] = copied
         self._cursor: dict[str, Any] = {"at": "node", "node": self._compiled.entry, "input": None}
         self._steps_left = self._compiled.max_steps if max_steps is None else max_steps
@@ -408,11 +432,11 @@ class Engine:
         self._seq = -1
         self._commit()
 
-    def _load(self, checkpoint: Mapping[str, Any], resume_input: Any, max_steps: int | None,
-              max_transfers: int | None) -> None:
+    def _load(
+        self, checkpoint: Mapping[str, Any], resume_input: Any, max_steps: int | None, max_transfers: int | None
+    ) -> None:
         try:
-            data, _ = copy_json(dict(checkpoint) if isinstance(checkpoint, Mapping) else checkpoint,
-                                field="checkpoint")
+            data, _ = copy_json(dict(checkpoint) if isinstance(checkpoint, Mapping) else checkpoint, field="checkpoint")
             resume, _ = copy_json(resume_input, field="resume_input")
         except ValidationError as exc:
             reason = "invalid_resume_input" if exc.details.get("field") == "resume_input" else "invalid_checkpoint"
@@ -422,8 +446,9 @@ class Engine:
         _need(isinstance(wf, dict), "workflow")
         for name in ("id", "version", "kind"):
             if wf.get(name) != getattr(self._compiled, name):
-                raise WorkflowError("the checkpoint belongs to another workflow", reason="checkpoint_mismatch",
-                                    details={"field": name})
+                raise WorkflowError(
+                    "the checkpoint belongs to another workflow", reason="checkpoint_mismatch", details={"field": name}
+                )
         _need(isinstance(data.get("state"), dict), "state")
         budgets, used = data.get("budgets"), data.get("used")
         _need(isinstance(budgets, dict) and isinstance(used, dict), "budgets")
@@ -467,8 +492,10 @@ class Engine:
             _need(node.type == "fork" and "input" in cursor, "cursor.node")
             for key in ("done", "paused", "nested"):
                 _need(isinstance(cursor.get(key), dict) and set(cursor[key]) <= set(node.branches), f"cursor.{key}")
-            _need(all(isinstance(r, dict) and isinstance(r.get("delta"), dict) for r in cursor["done"].values()),
-                  "cursor.done")
+            _need(
+                all(isinstance(r, dict) and isinstance(r.get("delta"), dict) for r in cursor["done"].values()),
+                "cursor.done",
+            )
         if at == "loop":
             _need(node.type == "loop" and cursor.get("next") in ("body", "done"), "cursor.next")
             _nonneg(cursor.get("iteration"), "cursor.iteration")
@@ -500,8 +527,12 @@ class Engine:
     def _snapshot(self) -> dict[str, Any]:
         document: dict[str, Any] = {
             "format": CHECKPOINT_FORMAT,
-            "workflow": {"id": self._compiled.id, "version": self._compiled.version, "kind": self._compiled.kind,
-                         "fingerprint": self._compiled.fingerprint},
+            "workflow": {
+                "id": self._compiled.id,
+                "version": self._compiled.version,
+                "kind": self._compiled.kind,
+                "fingerprint": self._compiled.fingerprint,
+            },
             "seq": self._seq,
             "state": self._state,
             "cursor": self._cursor,
@@ -576,8 +607,14 @@ class Engine:
         if node.type == "fork":
             self._cursor = {"at": "fork", "node": node_id, "input": value, "done": {}, "paused": {}, "nested": {}}
         elif node.type == "loop":
-            self._cursor = {"at": "loop", "node": node_id, "input": value, "iteration": 0, "output": None,
-                            "next": "body"}
+            self._cursor = {
+                "at": "loop",
+                "node": node_id,
+                "input": value,
+                "iteration": 0,
+                "output": None,
+                "next": "body",
+            }
         elif node.type in ("branch", "dynamic"):
             visit = self._visits.get(node_id, 0) + 1
             self._visits[node_id] = visit
@@ -598,13 +635,13 @@ class Engine:
             assert edge.target is not None
             self._goto(edge.target, output)
         else:
-            self._main = self._unit(self._compiled.node(node_id), "route", output,
-                                    visit=self._visits.get(node_id, 0))
+            self._main = self._unit(self._compiled.node(node_id), "route", output, visit=self._visits.get(node_id, 0))
             self._start(self._main)
 
     def _goto(self, target: str, value: Any) -> None:
-        self._cursor = {"at": "end", "output": value} if target == END_NODE else {
-            "at": "node", "node": target, "input": value}
+        self._cursor = (
+            {"at": "end", "output": value} if target == END_NODE else {"at": "node", "node": target, "input": value}
+        )
 
     def _loop(self) -> None:
         cursor = self._cursor
@@ -620,24 +657,30 @@ class Engine:
         elif iteration >= node.max_iterations:
             self._cursor = {"at": "edge", "node": node.id, "output": cursor["output"]}
         else:
-            self._main = self._unit(node, "done", cursor["output"], visit=self._visits.get(node.id, 0),
-                                    extra={"iteration": iteration})
+            self._main = self._unit(
+                node, "done", cursor["output"], visit=self._visits.get(node.id, 0), extra={"iteration": iteration}
+            )
             self._start(self._main)
 
     def _fork(self) -> bool:
         """Launch pending branches up to the bound; merge once all committed. True when the cursor moved."""
         cursor = self._cursor
         fork = self._compiled.node(cursor["node"])
-        limit = min(x for x in (fork.max_concurrency, self._compiled.max_concurrency, self._max_concurrency,
-                                len(fork.branches)) if x is not None)
+        limit = min(
+            x
+            for x in (fork.max_concurrency, self._compiled.max_concurrency, self._max_concurrency, len(fork.branches))
+            if x is not None
+        )
         while self.outcome is None:
-            pending = [b for b in fork.branches
-                       if b not in cursor["done"] and b not in cursor["paused"] and b not in self._branches]
+            pending = [
+                b
+                for b in fork.branches
+                if b not in cursor["done"] and b not in cursor["paused"] and b not in self._branches
+            ]
             if not pending or len(self._branches) >= limit:
                 break
             branch = pending[0]
-            unit = self._step_unit(self._compiled.node(branch), "branch", cursor["input"],
-                                   extra={"fork": fork.id})
+            unit = self._step_unit(self._compiled.node(branch), "branch", cursor["input"], extra={"fork": fork.id})
             if unit is None:
                 return False
             self._branches[branch] = unit
@@ -651,20 +694,28 @@ class Engine:
             self._fail(exc.reason, _with(exc.details, node=fork.id))
             return False
         self._state.update(merged)
-        self._cursor = {"at": "node", "node": fork.join,
-                        "input": {b: cursor["done"][b]["output"] for b in fork.branches}}
+        self._cursor = {
+            "at": "node",
+            "node": fork.join,
+            "input": {b: cursor["done"][b]["output"] for b in fork.branches},
+        }
         self._commit()
         return True
 
     # -- units and tasks ------------------------------------------------------------------------------------
 
-    def _unit(self, node: Node, role: _Role, value: Any, *, visit: int, extra: dict[str, Any] | None = None
-              ) -> _Unit:
-        return _Unit(key=f"{node.id}#{visit}", node=node, role=role, input=value, snapshot=_copy(self._state),
-                     step=self._steps_used + self._reserved, extra=extra or {})
+    def _unit(self, node: Node, role: _Role, value: Any, *, visit: int, extra: dict[str, Any] | None = None) -> _Unit:
+        return _Unit(
+            key=f"{node.id}#{visit}",
+            node=node,
+            role=role,
+            input=value,
+            snapshot=_copy(self._state),
+            step=self._steps_used + self._reserved,
+            extra=extra or {},
+        )
 
-    def _step_unit(self, node: Node, role: _Role, value: Any, *, extra: dict[str, Any] | None = None
-                   ) -> _Unit | None:
+    def _step_unit(self, node: Node, role: _Role, value: Any, *, extra: dict[str, Any] | None = None) -> _Unit | None:
         """A unit that executes an action: reserve a step (or fail with ``max_steps``)."""
         if self._steps_left - self._reserved <= 0:
             self._fail("max_steps", {"max_steps": self._steps_used + self._steps_left, "node": node.id})
@@ -674,18 +725,40 @@ class Engine:
         unit.counted = True
         return unit
 
-    def _task(self, unit: _Unit, kind: TaskKind, fn: Fn | None = None, *, context: dict[str, Any] | None = None,
-              **payload: Any) -> None:
+    def _task(
+        self,
+        unit: _Unit,
+        kind: TaskKind,
+        fn: Fn | None = None,
+        *,
+        context: dict[str, Any] | None = None,
+        **payload: Any,
+    ) -> None:
         task_id = f"{unit.key}/{kind}"
         decision = kind in ("route", "select", "done", "until")
         node = unit.node
-        task = Task(id=task_id, node=node.id, kind=kind, fn=None if fn is None else fn.ref,
-                    arity=0 if fn is None else fn.arity, state=_copy(unit.snapshot),
-                    context={"input": _copy(unit.input), "node": node.id, "step": unit.step, "attempt": 1,
-                             "workflow_id": self._compiled.id, "invocation_id": self._invocation_id,
-                             "step_id": task_id, **unit.extra, **(context or {})},
-                    timeout_ms=None if kind == "route" else node.timeout, retry=None if decision else node.retry,
-                    **payload)
+        task = Task(
+            id=task_id,
+            node=node.id,
+            kind=kind,
+            fn=None if fn is None else fn.ref,
+            arity=0 if fn is None else fn.arity,
+            state=_copy(unit.snapshot),
+            context={
+                "input": _copy(unit.input),
+                "node": node.id,
+                "step": unit.step,
+                "attempt": 1,
+                "workflow_id": self._compiled.id,
+                "invocation_id": self._invocation_id,
+                "step_id": task_id,
+                **unit.extra,
+                **(context or {}),
+            },
+            timeout_ms=None if kind == "route" else node.timeout,
+            retry=None if decision else node.retry,
+            **payload,
+        )
         self._emit(unit, task)
 
     def _emit(self, unit: _Unit, task: Task) -> None:
@@ -731,7 +804,7 @@ class Engine:
 
     def _feed(self, unit: _Unit, task: Task, raw: Result | Mapping[str, Any]) -> None:
         if unit.child is not None:
-            child_id = task.id[len(unit.key) + 1:]
+            child_id = task.id[len(unit.key) + 1 :]
             self._child_progress(unit, unit.child.on_result(child_id, raw))
             return
         result = normalize_result(raw)
@@ -775,8 +848,9 @@ class Engine:
         assert compiled is not None
         resume = self._resume_inputs.pop(unit.node.id, None)
         try:
-            child = Engine(compiled, unit.snapshot, checkpoint=nested, resume_input=resume,
-                           invocation_id=self._invocation_id)
+            child = Engine(
+                compiled, unit.snapshot, checkpoint=nested, resume_input=resume, invocation_id=self._invocation_id
+            )
         except WorkflowError as exc:
             self._done(unit, ActionFailed(exc.reason, _with(exc.details, workflow=compiled.id)))
             return
@@ -786,7 +860,7 @@ class Engine:
     def _child_progress(self, unit: _Unit, tasks: list[Task]) -> None:
         child = unit.child
         assert child is not None
-        self.events.extend(_copy(child.events[unit.child_events:]))
+        self.events.extend(_copy(child.events[unit.child_events :]))
         unit.child_events = len(child.events)
         for task in tasks:
             task_id = f"{unit.key}>{task.id}"
@@ -800,8 +874,7 @@ class Engine:
         elif isinstance(outcome, Completed):
             self._done(unit, Output(outcome.output, state_delta(unit.snapshot, outcome.state)))
         elif isinstance(outcome, Failed):
-            self._done(unit, ActionFailed(outcome.reason, {"workflow": child.compiled.id,
-                                                           "nested": outcome.details}))
+            self._done(unit, ActionFailed(outcome.reason, {"workflow": child.compiled.id, "nested": outcome.details}))
         elif isinstance(outcome, Paused):
             self._child_paused(unit, outcome)
         else:
@@ -815,8 +888,12 @@ class Engine:
             self._cursor["nested"] = checkpoint
 
     def _child_paused(self, unit: _Unit, paused: Paused) -> None:
-        details = {"reason": paused.details.get("reason"), "summary": paused.details.get("summary"),
-                   "node": unit.node.id, "nested": paused.details}
+        details = {
+            "reason": paused.details.get("reason"),
+            "summary": paused.details.get("summary"),
+            "node": unit.node.id,
+            "nested": paused.details,
+        }
         if unit.counted:
             self._reserved -= 1  # the node is not committed: it continues after the resume
         if unit.role == "branch":
@@ -858,8 +935,9 @@ class Engine:
         node = unit.node.id
         if isinstance(result, ActionFailed):
             self._fail(result.reason, _with(result.details, node=node))
-        elif isinstance(result, Pause) and not ((kind == "sequential" and unit.role == "main")
-                                                or (kind == "graph" and unit.role in ("main", "branch"))):
+        elif isinstance(result, Pause) and not (
+            (kind == "sequential" and unit.role == "main") or (kind == "graph" and unit.role in ("main", "branch"))
+        ):
             self._fail("unresumable_pause", {"node": node})
         elif isinstance(result, Route) and not (kind == "graph" and unit.role == "main"):
             self._fail("unsupported_result", {"node": node, "result": "route"})
@@ -894,14 +972,22 @@ class Engine:
                 self._fail("undeclared_member", {"node": node})
                 return
             if self._transfers_left <= 0:
-                self._fail("max_transfers", {"max_transfers": self._transfers_used + self._transfers_left,
-                                             "node": node})
+                self._fail(
+                    "max_transfers", {"max_transfers": self._transfers_used + self._transfers_left, "node": node}
+                )
                 return
             self._consume(unit, result.delta)
             self._transfers_left -= 1
             self._transfers_used += 1
-            self.events.append({"type": "transfer_to_agent", "from": node, "to": result.member,
-                                "step": unit.step, "workflow": self._compiled.id})
+            self.events.append(
+                {
+                    "type": "transfer_to_agent",
+                    "from": node,
+                    "to": result.member,
+                    "step": unit.step,
+                    "workflow": self._compiled.id,
+                }
+            )
             self._cursor = {"at": "node", "node": result.member, "input": result.input}
         elif isinstance(result, Pause):
             self._consume(unit, result.delta)
@@ -926,8 +1012,7 @@ class Engine:
         if isinstance(result, Pause):
             self._consume(unit, None)
             cursor["paused"][branch] = {"delta": result.delta}
-            self._pause({"reason": result.reason, "summary": result.summary, "node": branch,
-                         "fork": cursor["node"]})
+            self._pause({"reason": result.reason, "summary": result.summary, "node": branch, "fork": cursor["node"]})
             return
         assert isinstance(result, Ok | Output | Stop | Complete)
         self._consume(unit, None)

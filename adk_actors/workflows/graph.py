@@ -142,12 +142,14 @@ class Graph:
         for src, target in self._edges:
             _known(nodes, src, "edge_source")
             if src in edges:
-                raise WorkflowError(f"node {src!r} has more than one outgoing edge", reason="ambiguous_edge",
-                                    details={"node": src})
+                raise WorkflowError(
+                    f"node {src!r} has more than one outgoing edge", reason="ambiguous_edge", details={"node": src}
+                )
             if isinstance(target, _Conditional):
                 if not callable(target.fn):
-                    raise WorkflowError("a conditional edge needs a callable", reason="invalid_node",
-                                        details={"node": src})
+                    raise WorkflowError(
+                        "a conditional edge needs a callable", reason="invalid_node", details={"node": src}
+                    )
                 for route in _route_names(target.routes or ()):
                     if route != END:
                         _known(nodes, route, "route")
@@ -166,8 +168,11 @@ def _route_names(routes: Iterable[Any]) -> list[str]:
 
 def _known(nodes: Mapping[str, Any], name: Any, role: str) -> None:
     if not isinstance(name, str) or name not in nodes:
-        raise WorkflowError("the graph names a node that was not added", reason="unknown_node",
-                            details={"node": name if isinstance(name, str) else type(name).__name__, "role": role})
+        raise WorkflowError(
+            "the graph names a node that was not added",
+            reason="unknown_node",
+            details={"node": name if isinstance(name, str) else type(name).__name__, "role": role},
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,18 +199,21 @@ class CompiledGraph:
                 ``node_failed``; an ``AdkError`` a node raised propagates unchanged.
         """
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or not 1 <= max_steps <= MAX_STEPS_LIMIT:
-            raise ConfigError("max_steps is an int in 1..1_000_000", reason="invalid_value",
-                              details={"key": "max_steps"})
+            raise ConfigError(
+                "max_steps is an int in 1..1_000_000", reason="invalid_value", details={"key": "max_steps"}
+            )
         if state is not None and not isinstance(state, Mapping):
-            raise WorkflowError("the graph state is a mapping", reason="invalid_state",
-                                details={"type": type(state).__name__})
+            raise WorkflowError(
+                "the graph state is a mapping", reason="invalid_state", details={"type": type(state).__name__}
+            )
         current: dict[str, Any] = dict(state or {})
         node: str = self.entry
         steps = 0
         while True:
             if steps >= max_steps:
-                raise WorkflowError("the graph exceeded max_steps", reason="max_steps",
-                                    details={"max_steps": max_steps, "node": node})
+                raise WorkflowError(
+                    "the graph exceeded max_steps", reason="max_steps", details={"max_steps": max_steps, "node": node}
+                )
             steps += 1
             current = {**current, **_node_result(node, _call(node, self.nodes[node], current), steps)}
             edge = self.edges.get(node)
@@ -224,15 +232,20 @@ def _call(node: str, fn: Callable[[dict[str, Any]], Any], state: dict[str, Any])
         raise
     except Exception as exc:
         log_crash("adk_actors.workflows", "graph node raised", exc, node=node)
-        raise WorkflowError(f"node {node!r} raised {type(exc).__name__}", reason="node_failed",
-                            details={"node": node, "exception_type": type(exc).__name__}) from exc
+        raise WorkflowError(
+            f"node {node!r} raised {type(exc).__name__}",
+            reason="node_failed",
+            details={"node": node, "exception_type": type(exc).__name__},
+        ) from exc
 
 
 def _node_result(node: str, result: Any, steps: int) -> Mapping[str, Any]:
     if not isinstance(result, Mapping):
-        raise WorkflowError(f"node {node!r} returned {type(result).__name__}, not a dict",
-                            reason="invalid_node_result",
-                            details={"node": node, "type": type(result).__name__, "step": steps})
+        raise WorkflowError(
+            f"node {node!r} returned {type(result).__name__}, not a dict",
+            reason="invalid_node_result",
+            details={"node": node, "type": type(result).__name__, "step": steps},
+        )
     return result
 
 
@@ -242,17 +255,22 @@ def _route(node: str, edge: _Conditional, state: dict[str, Any], nodes: Mapping[
         return END
     declared = edge.routes if edge.routes is not None else nodes
     if not isinstance(target, str) or target not in declared:
-        raise WorkflowError(f"the conditional edge of {node!r} chose an undeclared route",
-                            reason="undeclared_route", details={"node": node, **_route_detail(target)})
+        raise WorkflowError(
+            f"the conditional edge of {node!r} chose an undeclared route",
+            reason="undeclared_route",
+            details={"node": node, **_route_detail(target)},
+        )
     return target
 
 
 def _route_detail(target: Any) -> dict[str, Any]:
-    return {"route": target} if isinstance(target, str) and len(target) <= 128 else {
-        "route_type": type(target).__name__}
+    return (
+        {"route": target} if isinstance(target, str) and len(target) <= 128 else {"route_type": type(target).__name__}
+    )
 
 
 # ---- node helpers ---------------------------------------------------------------------------------------------------
+
 
 def function_node(fn: Callable[[dict[str, Any]], Any], *, output_key: str | None = None) -> NodeFn:
     """A node from a plain function.
@@ -274,8 +292,9 @@ def function_node(fn: Callable[[dict[str, Any]], Any], *, output_key: str | None
     return node
 
 
-def tool_node(tool: Tool, *, args_key: str | None = None, output_key: str | None = None,
-              invocation_id: str | None = None) -> NodeFn:
+def tool_node(
+    tool: Tool, *, args_key: str | None = None, output_key: str | None = None, invocation_id: str | None = None
+) -> NodeFn:
     """A node calling a :class:`~adk_actors.tools.Tool` in the caller's process.
 
     The arguments are ``state[args_key]`` (a dict) when ``args_key`` is given, otherwise the state keys that the
@@ -300,13 +319,17 @@ def tool_node(tool: Tool, *, args_key: str | None = None, output_key: str | None
     def node(state: dict[str, Any]) -> dict[str, Any]:
         if args_key is not None:
             if not isinstance(state.get(args_key), Mapping):
-                raise WorkflowError("the tool arguments are missing from the state", reason="missing_state_key",
-                                    details={"key": args_key, "tool": name})
+                raise WorkflowError(
+                    "the tool arguments are missing from the state",
+                    reason="missing_state_key",
+                    details={"key": args_key, "tool": name},
+                )
             raw_args = dict(state[args_key])
         else:
             raw_args = {k: state[k] for k in properties if k in state}
-        context = ToolContext(invocation_id=invocation_id or f"graph-{uuid.uuid4().hex}", agent_name="graph",
-                              state=_json_part(state))
+        context = ToolContext(
+            invocation_id=invocation_id or f"graph-{uuid.uuid4().hex}", agent_name="graph", state=_json_part(state)
+        )
         try:
             args = compile_schema(tool.schema()).validate(raw_args)
             result = invoke_without_runner(tool, args, context)
@@ -317,14 +340,19 @@ def tool_node(tool: Tool, *, args_key: str | None = None, output_key: str | None
                 raise WorkflowError(f"tool {name!r} needs a runner", reason=reason, details={"tool": name}) from None
             if not isinstance(exc, AdkError):
                 log_crash("adk_actors.workflows", "graph tool raised", exc, tool=name)
-            raise WorkflowError(f"tool {name!r} failed", reason="tool_failed",
-                                details={"tool": name, "tool_reason": reason,
-                                         "exception_type": type(exc).__name__}) from exc
+            raise WorkflowError(
+                f"tool {name!r} failed",
+                reason="tool_failed",
+                details={"tool": name, "tool_reason": reason, "exception_type": type(exc).__name__},
+            ) from exc
         try:
             value = copy_json(prune_secrets(result), field="result")[0]
         except ValidationError:
-            raise WorkflowError(f"tool {name!r} returned a value that is not JSON-safe",
-                                reason="invalid_tool_result", details={"tool": name}) from None
+            raise WorkflowError(
+                f"tool {name!r} returned a value that is not JSON-safe",
+                reason="invalid_tool_result",
+                details={"tool": name},
+            ) from None
         return {**context.actions.state_delta, key: value}
 
     return node
@@ -350,9 +378,16 @@ def _json_part(state: Mapping[str, Any]) -> dict[str, Any]:
     return pruned
 
 
-def agent_node(agent: AgentRef | str, prompt_key: str = "input", output_key: str = "output", *,
-               timeout: float | None = None, scope: Mapping[str, str] | None = None, pass_state: bool = False,
-               system: ActorSystemHandle | None = None) -> NodeFn:
+def agent_node(
+    agent: AgentRef | str,
+    prompt_key: str = "input",
+    output_key: str = "output",
+    *,
+    timeout: float | None = None,
+    scope: Mapping[str, str] | None = None,
+    pass_state: bool = False,
+    system: ActorSystemHandle | None = None,
+) -> NodeFn:
     """A node asking a spawned agent for one invocation (fresh history): ``state[prompt_key]`` in,
     the answer stored under ``output_key``.
 
@@ -367,8 +402,11 @@ def agent_node(agent: AgentRef | str, prompt_key: str = "input", output_key: str
 
     def node(state: dict[str, Any]) -> dict[str, Any]:
         if prompt_key not in state:
-            raise WorkflowError("the agent prompt is missing from the state", reason="missing_state_key",
-                                details={"key": prompt_key, "agent": str(agent)})
+            raise WorkflowError(
+                "the agent prompt is missing from the state",
+                reason="missing_state_key",
+                details={"key": prompt_key, "agent": str(agent)},
+            )
         snapshot = _json_part(state) if pass_state else None
         answer = invoke(agent, state[prompt_key], scope=scope, state=snapshot, timeout=timeout, system=system)
         return {output_key: answer}

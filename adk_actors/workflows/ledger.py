@@ -94,14 +94,16 @@ _T = TypeVar("_T")
 metadata = MetaData()
 
 schema_table = Table(
-    "adk_workflow_ledger_schema", metadata,
+    "adk_workflow_ledger_schema",
+    metadata,
     Column("component", String(64), primary_key=True),
     Column("version", Integer, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
 )
 
 invocations_table = Table(
-    "adk_workflow_invocations", metadata,
+    "adk_workflow_invocations",
+    metadata,
     Column("invocation_id", String(255), primary_key=True),
     Column("workflow_id", String(255), nullable=False),
     Column("version", String(255), nullable=False),
@@ -189,8 +191,11 @@ class InvocationStatus:
 
 def _positive_ms(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_LEASE_MS:
-        raise ValidationError(f"{what} must be an integer in 1..{MAX_LEASE_MS}", reason="invalid_value",
-                              details={"field": what, "type": type(value).__name__})
+        raise ValidationError(
+            f"{what} must be an integer in 1..{MAX_LEASE_MS}",
+            reason="invalid_value",
+            details={"field": what, "type": type(value).__name__},
+        )
     return value
 
 
@@ -219,8 +224,15 @@ class SqlInvocationLedger(SqlStore):
     DIALECTS = _DIALECTS
     MAX_ATTEMPTS = _MAX_ATTEMPTS
 
-    def __init__(self, url: str, *, busy_timeout_ms: int = 30_000, engine_options: Mapping[str, Any] | None = None,
-                 clock: Callable[[], int] | None = None, max_document_bytes: int = MAX_DOCUMENT_BYTES) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        busy_timeout_ms: int = 30_000,
+        engine_options: Mapping[str, Any] | None = None,
+        clock: Callable[[], int] | None = None,
+        max_document_bytes: int = MAX_DOCUMENT_BYTES,
+    ) -> None:
         super().__init__(url, busy_timeout_ms=busy_timeout_ms, engine_options=engine_options, clock=clock)
         self._max_document_bytes = int(max_document_bytes)
 
@@ -253,8 +265,9 @@ class SqlInvocationLedger(SqlStore):
 
     # -- the ledger ------------------------------------------------------------------------------------------
 
-    def start_workflow_invocation(self, invocation_id: str, workflow_id: str, version: str, kind: str, input: Any,
-                                  owner: str, lease_ms: int) -> Lease:
+    def start_workflow_invocation(
+        self, invocation_id: str, workflow_id: str, version: str, kind: str, input: Any, owner: str, lease_ms: int
+    ) -> Lease:
         """Record a new ``running`` invocation owned by ``owner`` (token 1, checkpoint seq 0).
 
         Raises:
@@ -262,8 +275,13 @@ class SqlInvocationLedger(SqlStore):
             ValidationError: an invalid name, lease or non-JSON-safe input.
             StorageError: the database failed.
         """
-        for value, what in ((invocation_id, "invocation_id"), (workflow_id, "workflow_id"), (version, "version"),
-                            (kind, "kind"), (owner, "owner")):
+        for value, what in (
+            (invocation_id, "invocation_id"),
+            (workflow_id, "workflow_id"),
+            (version, "version"),
+            (kind, "kind"),
+            (owner, "owner"),
+        ):
             validate_name(value, what)
         lease_ms = _positive_ms(lease_ms, "lease_ms")
         payload = self._dumps(input, "input")
@@ -271,14 +289,33 @@ class SqlInvocationLedger(SqlStore):
         def body(conn: Connection) -> Lease:
             now = self._now(conn)
             until = now + lease_ms
-            stmt = self._insert(conn).values(
-                invocation_id=invocation_id, workflow_id=workflow_id, version=version, kind=kind, state="running",
-                input=payload, checkpoint=None, checkpoint_seq=0, result=None, owner=owner, lease_token=1,
-                lease_until=until, created_at=now, updated_at=now,
-            ).on_conflict_do_nothing().returning(_C.invocation_id)
+            stmt = (
+                self._insert(conn)
+                .values(
+                    invocation_id=invocation_id,
+                    workflow_id=workflow_id,
+                    version=version,
+                    kind=kind,
+                    state="running",
+                    input=payload,
+                    checkpoint=None,
+                    checkpoint_seq=0,
+                    result=None,
+                    owner=owner,
+                    lease_token=1,
+                    lease_until=until,
+                    created_at=now,
+                    updated_at=now,
+                )
+                .on_conflict_do_nothing()
+                .returning(_C.invocation_id)
+            )
             if conn.execute(stmt).scalar() is None:
-                raise WorkflowError("a workflow invocation with this id exists", reason="already_exists",
-                                    details={"invocation_id": invocation_id})
+                raise WorkflowError(
+                    "a workflow invocation with this id exists",
+                    reason="already_exists",
+                    details={"invocation_id": invocation_id},
+                )
             return Lease(invocation_id=invocation_id, owner=owner, token=1, lease_until=until)
 
         return self._write(body)
@@ -337,8 +374,9 @@ class SqlInvocationLedger(SqlStore):
 
         self._write(body)
 
-    def finish(self, lease: Lease, state: str, result: Any = None, *, checkpoint: Any = None,
-               seq: int | None = None) -> None:
+    def finish(
+        self, lease: Lease, state: str, result: Any = None, *, checkpoint: Any = None, seq: int | None = None
+    ) -> None:
         """Record the outcome (``paused``, ``completed``, ``failed`` or ``cancelled``) and release the lease.
 
         A ``paused`` invocation stays resumable; the other three are terminal. With ``checkpoint`` and its ``seq``
@@ -352,16 +390,23 @@ class SqlInvocationLedger(SqlStore):
             StorageError: the database failed.
         """
         if state not in FINISH_STATES:
-            raise ValidationError("finish state must be paused, completed, failed or cancelled",
-                                  reason="invalid_value", details={"field": "state"})
+            raise ValidationError(
+                "finish state must be paused, completed, failed or cancelled",
+                reason="invalid_value",
+                details={"field": "state"},
+            )
         if (checkpoint is None) != (seq is None):
-            raise ValidationError("a final checkpoint needs its seq, and a seq its checkpoint",
-                                  reason="invalid_value", details={"field": "seq" if seq is None else "checkpoint"})
+            raise ValidationError(
+                "a final checkpoint needs its seq, and a seq its checkpoint",
+                reason="invalid_value",
+                details={"field": "seq" if seq is None else "checkpoint"},
+            )
         if seq is not None:
             _check_seq(seq)
         payload = None if result is None else self._dumps(result, "result")
-        final = {} if checkpoint is None else {"checkpoint": self._dumps(checkpoint, "checkpoint"),
-                                               "checkpoint_seq": seq}
+        final = (
+            {} if checkpoint is None else {"checkpoint": self._dumps(checkpoint, "checkpoint"), "checkpoint_seq": seq}
+        )
 
         def body(conn: Connection) -> None:
             row, now = self._fenced(conn, lease, "finish")
@@ -378,6 +423,7 @@ class SqlInvocationLedger(SqlStore):
             ConcurrencyConflict: reason ``lease_lost``; nothing written.
             StorageError: the database failed.
         """
+
         def body(conn: Connection) -> None:
             _row, now = self._fenced(conn, lease, "release")
             self._update(conn, lease, now, owner=None, lease_until=None)
@@ -398,9 +444,16 @@ class SqlInvocationLedger(SqlStore):
         """
         return self._take(invocation_id, owner, lease_ms, {})[0]
 
-    def resume_workflow_invocation(self, invocation_id: str, owner: str, lease_ms: int, *,
-                                   workflow_id: str | None = None, version: str | None = None,
-                                   kind: str | None = None) -> tuple[Lease, InvocationStatus]:
+    def resume_workflow_invocation(
+        self,
+        invocation_id: str,
+        owner: str,
+        lease_ms: int,
+        *,
+        workflow_id: str | None = None,
+        version: str | None = None,
+        kind: str | None = None,
+    ) -> tuple[Lease, InvocationStatus]:
         """Take over a paused or abandoned (lease expired or released) invocation to continue it.
 
         Returns the new lease and the invocation *as found* by the takeover, in the same transaction: its
@@ -427,14 +480,18 @@ class SqlInvocationLedger(SqlStore):
             StorageError: the database failed.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValidationError("limit must be a positive integer", reason="invalid_value",
-                                  details={"field": "limit"})
+            raise ValidationError(
+                "limit must be a positive integer", reason="invalid_value", details={"field": "limit"}
+            )
 
         def body(conn: Connection) -> list[InvocationStatus]:
             now = self._now(conn)
-            rows = conn.execute(select(invocations_table).where(
-                (_C.state == "running") & (_C.lease_until.is_(None) | (_C.lease_until <= now)))
-                .order_by(_C.updated_at, _C.invocation_id).limit(limit)).all()
+            rows = conn.execute(
+                select(invocations_table)
+                .where((_C.state == "running") & (_C.lease_until.is_(None) | (_C.lease_until <= now)))
+                .order_by(_C.updated_at, _C.invocation_id)
+                .limit(limit)
+            ).all()
             return [_status(row, now) for row in rows]
 
         return self._read(body)
@@ -453,8 +510,9 @@ class SqlInvocationLedger(SqlStore):
             if row is None:
                 return False
             if not force and row.lease_until is not None and self._now(conn) < row.lease_until:
-                raise ConcurrencyConflict("the invocation is owned", reason="lease_held",
-                                          details={"invocation_id": invocation_id})
+                raise ConcurrencyConflict(
+                    "the invocation is owned", reason="lease_held", details={"invocation_id": invocation_id}
+                )
             conn.execute(delete(invocations_table).where(_C.invocation_id == invocation_id))
             return True
 
@@ -462,8 +520,9 @@ class SqlInvocationLedger(SqlStore):
 
     # -- fencing ---------------------------------------------------------------------------------------------
 
-    def _take(self, invocation_id: str, owner: str, lease_ms: int,
-              expected: dict[str, str]) -> tuple[Lease, InvocationStatus]:
+    def _take(
+        self, invocation_id: str, owner: str, lease_ms: int, expected: dict[str, str]
+    ) -> tuple[Lease, InvocationStatus]:
         validate_name(invocation_id, "invocation_id")
         validate_name(owner, "owner")
         lease_ms = _positive_ms(lease_ms, "lease_ms")
@@ -473,26 +532,37 @@ class SqlInvocationLedger(SqlStore):
             if row is None:
                 raise _not_found(invocation_id)
             if row.state in _TERMINAL:
-                raise WorkflowError("the invocation has finished", reason="not_resumable",
-                                    details={"invocation_id": invocation_id, "state": row.state})
+                raise WorkflowError(
+                    "the invocation has finished",
+                    reason="not_resumable",
+                    details={"invocation_id": invocation_id, "state": row.state},
+                )
             mismatched = sorted(k for k, v in expected.items() if getattr(row, k) != v)
             if mismatched:
-                raise WorkflowError("the workflow does not match the recorded invocation",
-                                    reason="workflow_mismatch",
-                                    details={"invocation_id": invocation_id, "fields": mismatched})
+                raise WorkflowError(
+                    "the workflow does not match the recorded invocation",
+                    reason="workflow_mismatch",
+                    details={"invocation_id": invocation_id, "fields": mismatched},
+                )
             now = self._now(conn)
             if row.lease_until is not None and now < row.lease_until:
-                raise ConcurrencyConflict("the invocation is owned", reason="lease_held",
-                                          details={"invocation_id": invocation_id})
+                raise ConcurrencyConflict(
+                    "the invocation is owned", reason="lease_held", details={"invocation_id": invocation_id}
+                )
             token, until = row.lease_token + 1, now + lease_ms
             # Compare-and-set on the token: under the row lock this always matches, and it stays correct even if
             # a backend ever let two takers read the same row.
-            done = conn.execute(update(invocations_table).where(
-                (_C.invocation_id == invocation_id) & (_C.lease_token == row.lease_token)).values(
-                state="running", result=None, owner=owner, lease_token=token, lease_until=until, updated_at=now))
+            done = conn.execute(
+                update(invocations_table)
+                .where((_C.invocation_id == invocation_id) & (_C.lease_token == row.lease_token))
+                .values(state="running", result=None, owner=owner, lease_token=token, lease_until=until, updated_at=now)
+            )
             if done.rowcount != 1:
-                raise ConcurrencyConflict("another owner took the invocation over", reason="lease_held",
-                                          details={"invocation_id": invocation_id})
+                raise ConcurrencyConflict(
+                    "another owner took the invocation over",
+                    reason="lease_held",
+                    details={"invocation_id": invocation_id},
+                )
             lease = Lease(invocation_id=invocation_id, owner=owner, token=token, lease_until=until)
             return lease, _status(row, now)
 
@@ -501,8 +571,11 @@ class SqlInvocationLedger(SqlStore):
     def _fenced(self, conn: Connection, lease: Lease, operation: str) -> tuple[Any, int]:
         """Lock the row and check that ``lease`` is current and live; return the row and ``now``."""
         if not isinstance(lease, Lease):
-            raise ValidationError("lease must be a Lease", reason="invalid_value",
-                                  details={"field": "lease", "type": type(lease).__name__})
+            raise ValidationError(
+                "lease must be a Lease",
+                reason="invalid_value",
+                details={"field": "lease", "type": type(lease).__name__},
+            )
         row = self._lock(conn, lease.invocation_id)
         now = self._now(conn)
         if row is None:
@@ -515,18 +588,30 @@ class SqlInvocationLedger(SqlStore):
             why = "expired"
         else:
             return row, now
-        raise ConcurrencyConflict("the lease is no longer held", reason="lease_lost",
-                                  details={"invocation_id": lease.invocation_id, "operation": operation,
-                                           "why": why, "token": lease.token,
-                                           "current_token": None if row is None else row.lease_token})
+        raise ConcurrencyConflict(
+            "the lease is no longer held",
+            reason="lease_lost",
+            details={
+                "invocation_id": lease.invocation_id,
+                "operation": operation,
+                "why": why,
+                "token": lease.token,
+                "current_token": None if row is None else row.lease_token,
+            },
+        )
 
     def _update(self, conn: Connection, lease: Lease, now: int, **values: Any) -> None:
-        done = conn.execute(update(invocations_table).where(
-            (_C.invocation_id == lease.invocation_id) & (_C.lease_token == lease.token)).values(
-            updated_at=now, **values))
+        done = conn.execute(
+            update(invocations_table)
+            .where((_C.invocation_id == lease.invocation_id) & (_C.lease_token == lease.token))
+            .values(updated_at=now, **values)
+        )
         if done.rowcount != 1:  # unreachable under the row lock; never write blind
-            raise ConcurrencyConflict("the lease is no longer held", reason="lease_lost",
-                                      details={"invocation_id": lease.invocation_id, "why": "stale_token"})
+            raise ConcurrencyConflict(
+                "the lease is no longer held",
+                reason="lease_lost",
+                details={"invocation_id": lease.invocation_id, "why": "stale_token"},
+            )
 
     def _lock(self, conn: Connection, invocation_id: str) -> Any:
         query = select(invocations_table).where(_C.invocation_id == invocation_id)
@@ -543,8 +628,11 @@ class SqlInvocationLedger(SqlStore):
         payload = canonical_dumps(value)
         size = len(payload.encode("utf-8"))
         if size > self._max_document_bytes:
-            raise ValidationError(f"{what} is too large", reason="too_large",
-                                  details={"field": what, "bytes": size, "limit": self._max_document_bytes})
+            raise ValidationError(
+                f"{what} is too large",
+                reason="too_large",
+                details={"field": what, "bytes": size, "limit": self._max_document_bytes},
+            )
         return payload
 
     @staticmethod
@@ -556,20 +644,24 @@ class SqlInvocationLedger(SqlStore):
 
 def _check_seq(seq: Any) -> None:
     if isinstance(seq, bool) or not isinstance(seq, int):
-        raise ValidationError("seq must be an integer", reason="invalid_value",
-                              details={"field": "seq", "type": type(seq).__name__})
+        raise ValidationError(
+            "seq must be an integer", reason="invalid_value", details={"field": "seq", "type": type(seq).__name__}
+        )
 
 
 def _next_seq(row: Any, lease: Lease, seq: int) -> None:
     if seq != row.checkpoint_seq + 1:
-        raise ConcurrencyConflict("checkpoint seq is not the next one", reason="stale_checkpoint",
-                                  details={"invocation_id": lease.invocation_id, "seq": seq,
-                                           "expected": row.checkpoint_seq + 1})
+        raise ConcurrencyConflict(
+            "checkpoint seq is not the next one",
+            reason="stale_checkpoint",
+            details={"invocation_id": lease.invocation_id, "seq": seq, "expected": row.checkpoint_seq + 1},
+        )
 
 
 def _not_found(invocation_id: str) -> WorkflowError:
-    return WorkflowError("no workflow invocation with this id", reason="not_found",
-                         details={"invocation_id": invocation_id})
+    return WorkflowError(
+        "no workflow invocation with this id", reason="not_found", details={"invocation_id": invocation_id}
+    )
 
 
 def _loads(payload: str | None) -> Any:
@@ -579,8 +671,20 @@ def _loads(payload: str | None) -> Any:
 def _status(row: Any, now: int) -> InvocationStatus:
     until = None if row.lease_until is None else int(row.lease_until)
     return InvocationStatus(
-        invocation_id=row.invocation_id, workflow_id=row.workflow_id, version=row.version, kind=row.kind,
-        state=row.state, input=_loads(row.input), checkpoint=_loads(row.checkpoint),
-        checkpoint_seq=int(row.checkpoint_seq), result=_loads(row.result), owner=row.owner,
-        lease_token=int(row.lease_token), lease_until=until, owned=until is not None and now < until, now=now,
-        created_at=int(row.created_at), updated_at=int(row.updated_at))
+        invocation_id=row.invocation_id,
+        workflow_id=row.workflow_id,
+        version=row.version,
+        kind=row.kind,
+        state=row.state,
+        input=_loads(row.input),
+        checkpoint=_loads(row.checkpoint),
+        checkpoint_seq=int(row.checkpoint_seq),
+        result=_loads(row.result),
+        owner=row.owner,
+        lease_token=int(row.lease_token),
+        lease_until=until,
+        owned=until is not None and now < until,
+        now=now,
+        created_at=int(row.created_at),
+        updated_at=int(row.updated_at),
+    )

@@ -233,8 +233,9 @@ def _delta(value: Any) -> dict[str, Any]:
     try:
         copied, _ = copy_json(dict(value), field="delta", max_bytes=MAX_VALUE_BYTES)
     except ValidationError as exc:
-        raise _Invalid(ActionFailed("invalid_delta", {"rule": exc.reason, "path": exc.details.get("path", "$")})
-                       ) from None
+        raise _Invalid(
+            ActionFailed("invalid_delta", {"rule": exc.reason, "path": exc.details.get("path", "$")})
+        ) from None
     return copied
 
 
@@ -242,8 +243,9 @@ def _value(value: Any, what: str) -> Any:
     try:
         copied, _ = copy_json(value, field=what, max_bytes=MAX_VALUE_BYTES)
     except ValidationError as exc:
-        raise _Invalid(ActionFailed("invalid_value", {"field": what, "rule": exc.reason,
-                                                      "path": exc.details.get("path", "$")})) from None
+        raise _Invalid(
+            ActionFailed("invalid_value", {"field": what, "rule": exc.reason, "path": exc.details.get("path", "$")})
+        ) from None
     return copied
 
 
@@ -266,16 +268,19 @@ def _from_dict(data: Mapping[Any, Any]) -> Result:
         return Ok(delta)
     if tag in ("output", "stop", "complete"):
         value = _value(data[tag], tag)
-        return Output(value, delta) if tag == "output" else Stop(value, delta) if tag == "stop" else Complete(
-            value, delta)
+        return (
+            Output(value, delta) if tag == "output" else Stop(value, delta) if tag == "stop" else Complete(value, delta)
+        )
     if tag == "route":
         return Route(_tag(data["route"], "route", MAX_REASON_CHARS), delta)
     if tag == "transfer":
-        return Transfer(_tag(data["transfer"], "transfer", MAX_REASON_CHARS), _value(data.get("input"), "input"),
-                        delta)
+        return Transfer(_tag(data["transfer"], "transfer", MAX_REASON_CHARS), _value(data.get("input"), "input"), delta)
     if tag == "pause":
-        return Pause(_tag(data["pause"], "pause", MAX_REASON_CHARS),
-                     _tag(data.get("summary", ""), "summary", MAX_SUMMARY_CHARS, empty=True), delta)
+        return Pause(
+            _tag(data["pause"], "pause", MAX_REASON_CHARS),
+            _tag(data.get("summary", ""), "summary", MAX_SUMMARY_CHARS, empty=True),
+            delta,
+        )
     details = data.get("details", {})
     if not isinstance(details, Mapping):
         raise _invalid("details", type=type(details).__name__)
@@ -312,8 +317,9 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
-def run_callable(fn: CallableRef, arity: int, kind: str, state: dict[str, Any],
-                 context: dict[str, Any]) -> dict[str, Any]:
+def run_callable(
+    fn: CallableRef, arity: int, kind: str, state: dict[str, Any], context: dict[str, Any]
+) -> dict[str, Any]:
     """Run one task's callable (in a worker process) and return its result in JSON form.
 
     ``fn`` is called as ``fn(state)`` when ``arity`` is 1, else ``fn(state, context)``; an awaitable result is

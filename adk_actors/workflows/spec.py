@@ -88,8 +88,20 @@ LOOP_NODE: Final = "$loop"
 _ID = re.compile(rf"^[^\x00-\x1f\x7f#>/$][^\x00-\x1f\x7f#>/]{{0,{MAX_ID_CHARS - 1}}}\Z")
 _WORKFLOW_ID = re.compile(rf"^[^\x00-\x1f\x7f]{{1,{MAX_WORKFLOW_ID_CHARS}}}\Z")
 
-_COMMON: Final = frozenset({"version", "id", "kind", "max_steps", "max_transfers", "max_concurrency", "timeout",
-                            "retention_ms", "input_schema", "output_schema"})
+_COMMON: Final = frozenset(
+    {
+        "version",
+        "id",
+        "kind",
+        "max_steps",
+        "max_transfers",
+        "max_concurrency",
+        "timeout",
+        "retention_ms",
+        "input_schema",
+        "output_schema",
+    }
+)
 _KIND_KEYS: Final[dict[str, frozenset[str]]] = {
     "sequential": frozenset({"steps"}),
     "parallel": frozenset({"branches", "merge"}),
@@ -118,9 +130,15 @@ _NODE_KEYS: Final[dict[str, frozenset[str]]] = {
     "workflow": frozenset({"id", "type", "workflow"}),
 }
 _NODE_REQUIRED: Final[dict[str, tuple[str, ...]]] = {
-    "action": ("run",), "fork": ("branches", "join"), "join": (), "branch": ("targets", "select"),
-    "dynamic": ("targets", "select"), "loop": ("body", "done", "max_iterations"), "agent": ("agent",),
-    "tool": ("tool",), "workflow": ("workflow",),
+    "action": ("run",),
+    "fork": ("branches", "join"),
+    "join": (),
+    "branch": ("targets", "select"),
+    "dynamic": ("targets", "select"),
+    "loop": ("body", "done", "max_iterations"),
+    "agent": ("agent",),
+    "tool": ("tool",),
+    "workflow": ("workflow",),
 }
 # Node types a fork may run as a branch: each produces exactly one action result.
 UNIT_TYPES: Final = frozenset({"action", "agent", "tool", "workflow"})
@@ -274,8 +292,9 @@ def _mapping(value: Any, what: str, **where: Any) -> Mapping[str, Any]:
     return value
 
 
-def _check_keys(spec: Mapping[str, Any], allowed: frozenset[str], required: tuple[str, ...], prefix: str = "",
-                **where: Any) -> None:
+def _check_keys(
+    spec: Mapping[str, Any], allowed: frozenset[str], required: tuple[str, ...], prefix: str = "", **where: Any
+) -> None:
     for key in spec:
         if key not in allowed:
             # Only keys the format knows are echoed; an unknown one is named by position.
@@ -334,14 +353,20 @@ def _fn(value: Any, key: str, **where: Any) -> Fn:
         try:
             ref = callable_ref(value)
         except WorkerError as exc:
-            raise _fail("unpicklable_callable", "the callable cannot be sent to another process", key=key,
-                        path=exc.details.get("path", "fn"), **where) from None
+            raise _fail(
+                "unpicklable_callable",
+                "the callable cannot be sent to another process",
+                key=key,
+                path=exc.details.get("path", "fn"),
+                **where,
+            ) from None
     else:
         raise _fail("invalid_callable", f"{key} must be callable", key=key, type=type(value).__name__, **where)
     arity = _arity(target) if callable(target) else None
     if arity is None:
-        raise _fail("invalid_callable", f"{key} must accept (state) or (state, context)", key=key, rule="arity",
-                    **where)
+        raise _fail(
+            "invalid_callable", f"{key} must accept (state) or (state, context)", key=key, rule="arity", **where
+        )
     return Fn(ref=ref, arity=1 if arity == 1 else 2)
 
 
@@ -350,8 +375,10 @@ def _retry(value: Any, **where: Any) -> Retry | None:
         return None
     spec = _mapping(value, "retry", **where)
     _check_keys(spec, frozenset({"max_attempts", "backoff_ms"}), ("max_attempts",), "retry.", **where)
-    return Retry(max_attempts=_int(spec["max_attempts"], "retry.max_attempts", 1, **where),
-                 backoff_ms=_int(spec.get("backoff_ms", 0), "retry.backoff_ms", 0, **where))
+    return Retry(
+        max_attempts=_int(spec["max_attempts"], "retry.max_attempts", 1, **where),
+        backoff_ms=_int(spec.get("backoff_ms", 0), "retry.backoff_ms", 0, **where),
+    )
 
 
 def _schema(value: Any, key: str) -> CompiledSchema | None:
@@ -367,8 +394,13 @@ def _action(spec: Any, node_id: str, *, what: str = "steps") -> Node:
     """A sequential step, parallel branch or transfer member (already keyed by ``node_id``)."""
     where = {"node": node_id}
     step = _mapping(spec, what, **where)
-    return Node(id=node_id, type="action", run=_fn(step["run"], "run", **where),
-                timeout=_opt_int(step, "timeout", 1, **where), retry=_retry(step.get("retry"), **where))
+    return Node(
+        id=node_id,
+        type="action",
+        run=_fn(step["run"], "run", **where),
+        timeout=_opt_int(step, "timeout", 1, **where),
+        retry=_retry(step.get("retry"), **where),
+    )
 
 
 def _action_list(value: Any, key: str) -> list[Node]:
@@ -411,8 +443,9 @@ def _tool(value: Any, **where: Any) -> ToolCall:
         try:
             payload = cloudpickle.dumps(tool)
         except Exception:
-            raise _fail("unpicklable_callable", "the tool cannot be sent to another process", key="tool.tool",
-                        **where) from None
+            raise _fail(
+                "unpicklable_callable", "the tool cannot be sent to another process", key="tool.tool", **where
+            ) from None
         return ToolCall(tool=CallableRef(payload=payload, label=f"tool:{name}"), name=name, args=args)
     if callable(tool) and not isinstance(tool, type):
         ref = _fn_ref(tool, "tool.tool", **where)
@@ -424,8 +457,13 @@ def _fn_ref(value: Callable[..., Any], key: str, **where: Any) -> CallableRef:
     try:
         return callable_ref(value)
     except WorkerError as exc:
-        raise _fail("unpicklable_callable", "the callable cannot be sent to another process", key=key,
-                    path=exc.details.get("path", "fn"), **where) from None
+        raise _fail(
+            "unpicklable_callable",
+            "the callable cannot be sent to another process",
+            key=key,
+            path=exc.details.get("path", "fn"),
+            **where,
+        ) from None
 
 
 def _agent(value: Any, **where: Any) -> AgentCall:
@@ -464,17 +502,33 @@ def _graph_node(spec: Any, position: int) -> Node:
         return Node(id=node_id, type=node_type, run=run, timeout=timeout, retry=retry)
     if node_type == "fork":
         branches = _id_list(item["branches"], "branches", **where)
-        return Node(id=node_id, type="fork", branches=branches, join=_ref_id(item["join"], "join", **where),
-                    merge=_merge(item.get("merge"), **where),
-                    max_concurrency=_opt_int(item, "max_concurrency", 1, **where))
+        return Node(
+            id=node_id,
+            type="fork",
+            branches=branches,
+            join=_ref_id(item["join"], "join", **where),
+            merge=_merge(item.get("merge"), **where),
+            max_concurrency=_opt_int(item, "max_concurrency", 1, **where),
+        )
     if node_type in ("branch", "dynamic"):
-        return Node(id=node_id, type=node_type, targets=_id_list(item["targets"], "targets", **where),
-                    select=_fn(item["select"], "select", **where), timeout=timeout, retry=retry)
+        return Node(
+            id=node_id,
+            type=node_type,
+            targets=_id_list(item["targets"], "targets", **where),
+            select=_fn(item["select"], "select", **where),
+            timeout=timeout,
+            retry=retry,
+        )
     if node_type == "loop":
-        return Node(id=node_id, type="loop", body=_fn(item["body"], "body", **where),
-                    done=_fn(item["done"], "done", **where),
-                    max_iterations=_int(item["max_iterations"], "max_iterations", 1, **where),
-                    timeout=timeout, retry=retry)
+        return Node(
+            id=node_id,
+            type="loop",
+            body=_fn(item["body"], "body", **where),
+            done=_fn(item["done"], "done", **where),
+            max_iterations=_int(item["max_iterations"], "max_iterations", 1, **where),
+            timeout=timeout,
+            retry=retry,
+        )
     if node_type == "agent":
         return Node(id=node_id, type="agent", agent=_agent(item["agent"], **where), timeout=timeout, retry=retry)
     if node_type == "tool":
@@ -517,8 +571,9 @@ def _edges(value: Any, declared: Mapping[str, Node]) -> dict[str, Edge]:
         elif isinstance(target, Mapping) and set(target) == {"route"}:
             edges[source] = Edge(route=_fn(target["route"], "route", node=source))
         else:
-            raise _fail("invalid_edge", 'an edge is a node id, "end_node" or {"route": callable}', key="edges",
-                        node=source)
+            raise _fail(
+                "invalid_edge", 'an edge is a node id, "end_node" or {"route": callable}', key="edges", node=source
+            )
     return edges
 
 
@@ -538,11 +593,21 @@ def _check_graph(entry: str, nodes: Mapping[str, Node], edges: dict[str, Edge]) 
                 if branch not in nodes:
                     raise _fail("undeclared_node", "fork branch is not declared", key="branches", **where)
                 if nodes[branch].type not in UNIT_TYPES:
-                    raise _fail("invalid_fork_branch", "a fork branch is an action, agent, tool or workflow node",
-                                key="branches", branch=branch, **where)
+                    raise _fail(
+                        "invalid_fork_branch",
+                        "a fork branch is an action, agent, tool or workflow node",
+                        key="branches",
+                        branch=branch,
+                        **where,
+                    )
                 if branch in branch_of:
-                    raise _fail("invalid_fork_branch", "a node is a branch of one fork only", key="branches",
-                                branch=branch, **where)
+                    raise _fail(
+                        "invalid_fork_branch",
+                        "a node is a branch of one fork only",
+                        key="branches",
+                        branch=branch,
+                        **where,
+                    )
                 branch_of[branch] = node.id
             assert node.join is not None
             if node.join not in nodes:
@@ -563,16 +628,18 @@ def _check_graph(entry: str, nodes: Mapping[str, Node], edges: dict[str, Edge]) 
             if edge is None:
                 edges[node.id] = Edge(target=fork.join)  # a branch's successor is its join
             elif edge.target != fork.join:
-                raise _fail("unreachable_join", "a fork branch's edge must lead to its join", node=node.id,
-                            fork=fork.id)
+                raise _fail(
+                    "unreachable_join", "a fork branch's edge must lead to its join", node=node.id, fork=fork.id
+                )
         elif node.type not in _NO_EDGE and node.id not in edges:
             raise _fail("missing_edge", "the node has no edge", key="edges", node=node.id)
     for source, edge in edges.items():
         # A join without run executes no task; two of them linked statically could cycle without progress.
         successor = nodes.get(edge.target or "")
         if _free(nodes[source]) and successor is not None and _free(successor):
-            raise _fail("invalid_edge", "a join without run cannot lead to another join without run",
-                        key="edges", node=source)
+            raise _fail(
+                "invalid_edge", "a join without run cannot lead to another join without run", key="edges", node=source
+            )
 
 
 def _free(node: Node) -> bool:
@@ -584,25 +651,41 @@ def _structure(compiled: dict[str, Any], nodes: tuple[Node, ...], edges: dict[st
         return None if value is None else value.identity()
 
     def node_form(node: Node) -> dict[str, Any]:
-        form: dict[str, Any] = {"id": node.id, "type": node.type, "run": fn(node.run), "timeout": node.timeout,
-                                "retry": None if node.retry is None else node.retry.to_dict(),
-                                "branches": list(node.branches), "join": node.join, "merge": node.merge,
-                                "max_concurrency": node.max_concurrency, "targets": list(node.targets),
-                                "select": fn(node.select), "body": fn(node.body), "done": fn(node.done),
-                                "done_kind": node.done_kind, "max_iterations": node.max_iterations}
+        form: dict[str, Any] = {
+            "id": node.id,
+            "type": node.type,
+            "run": fn(node.run),
+            "timeout": node.timeout,
+            "retry": None if node.retry is None else node.retry.to_dict(),
+            "branches": list(node.branches),
+            "join": node.join,
+            "merge": node.merge,
+            "max_concurrency": node.max_concurrency,
+            "targets": list(node.targets),
+            "select": fn(node.select),
+            "body": fn(node.body),
+            "done": fn(node.done),
+            "done_kind": node.done_kind,
+            "max_iterations": node.max_iterations,
+        }
         if node.agent is not None:
             prompt = node.agent.prompt
-            form["agent"] = {"name": node.agent.name, "decision": fn(node.agent.decision),
-                             "prompt": prompt if isinstance(prompt, str) else fn(prompt)}
+            form["agent"] = {
+                "name": node.agent.name,
+                "decision": fn(node.agent.decision),
+                "prompt": prompt if isinstance(prompt, str) else fn(prompt),
+            }
         if node.tool is not None:
             form["tool"] = {"tool": node.tool.tool.name or node.tool.tool.label, "args": fn(node.tool.args)}
         if node.workflow is not None:
             form["workflow"] = node.workflow.fingerprint
         return form
 
-    document = {**compiled, "nodes": [node_form(n) for n in nodes],
-                "edges": {k: {"to": e.target} if e.route is None else {"route": fn(e.route)}
-                          for k, e in sorted(edges.items())}}
+    document = {
+        **compiled,
+        "nodes": [node_form(n) for n in nodes],
+        "edges": {k: {"to": e.target} if e.route is None else {"route": fn(e.route)} for k, e in sorted(edges.items())},
+    }
     return hashlib.sha256(canonical_dumps(document).encode("utf-8")).hexdigest()
 
 
@@ -650,17 +733,30 @@ def compile_workflow(spec: Mapping[str, Any]) -> CompiledWorkflow:
         edges[nodes[-1].id] = Edge(target=END_NODE)
     elif kind == "parallel":
         branches = _action_list(spec["branches"], "branches")
-        fork = Node(id=PARALLEL_FORK, type="fork", branches=tuple(b.id for b in branches), join=PARALLEL_JOIN,
-                    merge=_merge(spec.get("merge")), max_concurrency=max_concurrency)
+        fork = Node(
+            id=PARALLEL_FORK,
+            type="fork",
+            branches=tuple(b.id for b in branches),
+            join=PARALLEL_JOIN,
+            merge=_merge(spec.get("merge")),
+            max_concurrency=max_concurrency,
+        )
         nodes = [fork, *branches, Node(id=PARALLEL_JOIN, type="join")]
         entry = PARALLEL_FORK
         edges = {b.id: Edge(target=PARALLEL_JOIN) for b in branches}
         edges[PARALLEL_JOIN] = Edge(target=END_NODE)
     elif kind == "loop":
         where = {"node": LOOP_NODE}
-        nodes = [Node(id=LOOP_NODE, type="loop", body=_fn(spec["body"], "body", **where),
-                      done=_fn(spec["until"], "until", **where), done_kind="until",
-                      max_iterations=_int(spec["max_iterations"], "max_iterations", 1))]
+        nodes = [
+            Node(
+                id=LOOP_NODE,
+                type="loop",
+                body=_fn(spec["body"], "body", **where),
+                done=_fn(spec["until"], "until", **where),
+                done_kind="until",
+                max_iterations=_int(spec["max_iterations"], "max_iterations", 1),
+            )
+        ]
         entry = LOOP_NODE
         edges = {LOOP_NODE: Edge(target=END_NODE)}
     elif kind == "transfer":
@@ -697,14 +793,37 @@ def compile_workflow(spec: Mapping[str, Any]) -> CompiledWorkflow:
     resolved_steps = DEFAULT_MAX_STEPS if max_steps is None else max_steps
     resolved_transfers = DEFAULT_MAX_TRANSFERS if max_transfers is None else max_transfers
     fingerprint = _structure(
-        {"format": 1, "id": workflow_id, "version": version, "kind": kind, "entry": entry,
-         "max_steps": resolved_steps, "max_transfers": resolved_transfers, "max_concurrency": max_concurrency,
-         "timeout": timeout, "retention_ms": retention_ms,
-         "input_schema": None if input_schema is None else input_schema.digest,
-         "output_schema": None if output_schema is None else output_schema.digest},
-        tuple(nodes), edges)
-    return CompiledWorkflow(id=workflow_id, version=version, kind=kind, entry=entry, nodes=tuple(nodes),
-                            edges=edges, max_steps=resolved_steps, max_transfers=resolved_transfers,
-                            max_concurrency=max_concurrency, timeout=timeout, retention_ms=retention_ms,
-                            input_schema=input_schema, output_schema=output_schema, fingerprint=fingerprint,
-                            index=index)
+        {
+            "format": 1,
+            "id": workflow_id,
+            "version": version,
+            "kind": kind,
+            "entry": entry,
+            "max_steps": resolved_steps,
+            "max_transfers": resolved_transfers,
+            "max_concurrency": max_concurrency,
+            "timeout": timeout,
+            "retention_ms": retention_ms,
+            "input_schema": None if input_schema is None else input_schema.digest,
+            "output_schema": None if output_schema is None else output_schema.digest,
+        },
+        tuple(nodes),
+        edges,
+    )
+    return CompiledWorkflow(
+        id=workflow_id,
+        version=version,
+        kind=kind,
+        entry=entry,
+        nodes=tuple(nodes),
+        edges=edges,
+        max_steps=resolved_steps,
+        max_transfers=resolved_transfers,
+        max_concurrency=max_concurrency,
+        timeout=timeout,
+        retention_ms=retention_ms,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        fingerprint=fingerprint,
+        index=index,
+    )

@@ -31,10 +31,14 @@ def invoke_without_runner(tool: Any, args: dict[str, Any], context: ToolContext)
     """
     name = str(getattr(tool, "name", "?"))[:64]
     if confirmation_for(tool, args, context).required:
-        raise ToolError("the tool needs confirmation, which needs a runner", reason=CONFIRMATION_REASON,
-                        details={"tool": name})
+        raise ToolError(
+            "the tool needs confirmation, which needs a runner", reason=CONFIRMATION_REASON, details={"tool": name}
+        )
     result = invoke_tool_sync(tool, args, context)
     if suspension_of(result) is not None:
-        raise ToolError("the tool suspends as long-running work, which needs a runner", reason=LONG_RUNNING_REASON,
-                        details={"tool": name})
+        raise ToolError(
+            "the tool suspends as long-running work, which needs a runner",
+            reason=LONG_RUNNING_REASON,
+            details={"tool": name},
+        )
     return result

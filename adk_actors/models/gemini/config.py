@@ -41,21 +41,56 @@ DEFAULT_REQUEST_TIMEOUT_S = 60.0
 """Without ``request_timeout`` a call is still bounded: a silent or dripping server must not hold an I/O thread
 forever (the agent's ``agent_call_timeout`` has the same default)."""
 
-PROVIDER_KEYS = frozenset({
-    "provider", "model", "api_key", "base_url", "request_timeout", "retry", "instructions", "global_instruction",
-    "builtin_tools", "tool_config", "generation_config",
-    # Direct provider calls put these at top level; agents put them inside generation_config.
-    "thinking_config", "safety_settings", "response_mime_type", "response_schema",
-})
-AGENT_KEYS = frozenset({
-    "input_schema", "output_schema", "output_key", "history_policy", "sub_agents", "callbacks", "callback_config",
-    "name", "description",
-})
+PROVIDER_KEYS = frozenset(
+    {
+        "provider",
+        "model",
+        "api_key",
+        "base_url",
+        "request_timeout",
+        "retry",
+        "instructions",
+        "global_instruction",
+        "builtin_tools",
+        "tool_config",
+        "generation_config",
+        # Direct provider calls put these at top level; agents put them inside generation_config.
+        "thinking_config",
+        "safety_settings",
+        "response_mime_type",
+        "response_schema",
+    }
+)
+AGENT_KEYS = frozenset(
+    {
+        "input_schema",
+        "output_schema",
+        "output_key",
+        "history_policy",
+        "sub_agents",
+        "callbacks",
+        "callback_config",
+        "name",
+        "description",
+    }
+)
 """Keys that belong to agents: accepted (the agent config is shared with the provider) and ignored here."""
-GENERATION_KEYS = frozenset({
-    "temperature", "top_p", "top_k", "max_output_tokens", "stop_sequences", "response_mime_type", "response_schema",
-    "response_json_schema", "thinking_config", "safety_settings", "candidate_count", "seed",
-})
+GENERATION_KEYS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "top_k",
+        "max_output_tokens",
+        "stop_sequences",
+        "response_mime_type",
+        "response_schema",
+        "response_json_schema",
+        "thinking_config",
+        "safety_settings",
+        "candidate_count",
+        "seed",
+    }
+)
 _TOP_LEVEL_GENERATION = ("thinking_config", "safety_settings", "response_mime_type", "response_schema")
 _THINKING_KEYS = frozenset({"thinking_level", "thinking_budget", "include_thoughts"})
 _THINKING_LEVELS = ("minimal", "low", "medium", "high")
@@ -127,8 +162,11 @@ def _fail_unknown(path: str) -> ConfigError:
 
 
 def _invalid(path: str, expected: str) -> ConfigError:
-    return ConfigError(f"invalid value for {path!r}: expected {expected}", reason="invalid_value",
-                       details={"key": path, "expected": expected})
+    return ConfigError(
+        f"invalid value for {path!r}: expected {expected}",
+        reason="invalid_value",
+        details={"key": path, "expected": expected},
+    )
 
 
 def _check_keys(value: Any, allowed: frozenset[str], path: str) -> Mapping[str, Any]:
@@ -199,8 +237,12 @@ def _schema_types_upper(schema: Any) -> Any:
         else:
             out[key] = value
     properties = out.get("properties")
-    if out.get("type") == "OBJECT" and isinstance(properties, Mapping) and len(properties) > 1 \
-            and "propertyOrdering" not in out:
+    if (
+        out.get("type") == "OBJECT"
+        and isinstance(properties, Mapping)
+        and len(properties) > 1
+        and "propertyOrdering" not in out
+    ):
         # Keep the declared property order in the model's JSON output (what the official SDK does too).
         out["propertyOrdering"] = list(properties)
     return out
@@ -209,8 +251,11 @@ def _schema_types_upper(schema: Any) -> Any:
 def _thinking(value: Any, path: str) -> dict[str, Any]:
     spec = _check_keys(value, _THINKING_KEYS, path)
     if "thinking_level" in spec and "thinking_budget" in spec:
-        raise ConfigError("thinking_level and thinking_budget are mutually exclusive", reason="conflicting_keys",
-                          details={"keys": [f"{path}.thinking_level", f"{path}.thinking_budget"]})
+        raise ConfigError(
+            "thinking_level and thinking_budget are mutually exclusive",
+            reason="conflicting_keys",
+            details={"keys": [f"{path}.thinking_level", f"{path}.thinking_budget"]},
+        )
     wire: dict[str, Any] = {}
     if "thinking_level" in spec:
         wire["thinkingLevel"] = _enum(spec["thinking_level"], f"{path}.thinking_level", _THINKING_LEVELS).upper()
@@ -235,25 +280,32 @@ def _safety(value: Any, path: str) -> tuple[dict[str, str], ...]:
             raise _invalid(where, "both category and threshold")
         category = spec["category"]
         if isinstance(category, str) and category.lower() == "civic_integrity":
-            raise ConfigError("the civic_integrity safety category is deprecated and not supported",
-                              reason="invalid_value",
-                              details={"key": f"{where}.category", "value": "civic_integrity", "deprecated": True})
+            raise ConfigError(
+                "the civic_integrity safety category is deprecated and not supported",
+                reason="invalid_value",
+                details={"key": f"{where}.category", "value": "civic_integrity", "deprecated": True},
+            )
         category = _enum(category, f"{where}.category", _SAFETY_CATEGORIES)
         threshold = _enum(spec["threshold"], f"{where}.threshold", _SAFETY_THRESHOLDS)
         if category in seen:
-            raise ConfigError(f"safety category {category!r} is set twice", reason="duplicate_safety_category",
-                              details={"key": f"{where}.category", "value": category})
+            raise ConfigError(
+                f"safety category {category!r} is set twice",
+                reason="duplicate_safety_category",
+                details={"key": f"{where}.category", "value": category},
+            )
         seen.add(category)
         out.append({"category": _SAFETY_CATEGORIES[category], "threshold": _SAFETY_THRESHOLDS[threshold]})
     return tuple(out)
 
 
-def _generation(spec: Mapping[str, Any],
-                origin: Mapping[str, str]) -> tuple[dict[str, Any], tuple[dict[str, str], ...]]:
+def _generation(
+    spec: Mapping[str, Any], origin: Mapping[str, str]
+) -> tuple[dict[str, Any], tuple[dict[str, str], ...]]:
     """Map generation keys (already key-checked) to ``generationConfig`` and ``safetySettings``.
 
     ``origin`` maps each key to the dotted path it came from (top level or ``generation_config.<key>``).
     """
+
     def p(key: str) -> str:
         return origin.get(key, key)
 
@@ -276,9 +328,11 @@ def _generation(spec: Mapping[str, Any],
     if "seed" in spec:
         wire["seed"] = _integer(spec["seed"], p("seed"), -(2**31), 2**31 - 1)
     if "response_schema" in spec and "response_json_schema" in spec:
-        raise ConfigError("response_schema and response_json_schema are mutually exclusive",
-                          reason="conflicting_keys",
-                          details={"keys": [p("response_schema"), p("response_json_schema")]})
+        raise ConfigError(
+            "response_schema and response_json_schema are mutually exclusive",
+            reason="conflicting_keys",
+            details={"keys": [p("response_schema"), p("response_json_schema")]},
+        )
     if "response_mime_type" in spec:
         mime = _text(spec["response_mime_type"], p("response_mime_type"))
         if not re.fullmatch(r"[a-z0-9.+-]+/[a-z0-9.+-]+", mime):
@@ -344,8 +398,14 @@ def check_base_url(url: Any, path: str = "base_url") -> str:
     if not isinstance(url, str):
         raise _invalid(path, "an http(s) URL")
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password \
-            or parts.query or parts.fragment:
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.username
+        or parts.password
+        or parts.query
+        or parts.fragment
+    ):
         raise _invalid(path, "an http(s) URL without credentials, query or fragment")
     if parts.scheme == "http" and parts.hostname not in _LOOPBACK_HOSTS:
         raise _invalid(path, "https (plain http is only allowed on loopback)")
@@ -374,8 +434,11 @@ def parse_config(config: Mapping[str, Any]) -> GeminiConfig:
     api_key = spec.get("api_key")
     if api_key is not None and not isinstance(api_key, Secret):
         if not isinstance(api_key, str) or not api_key:
-            raise ConfigError("api_key must be a non-empty string", reason="invalid_value",
-                              details={"key": "api_key", "expected": "a non-empty string"})
+            raise ConfigError(
+                "api_key must be a non-empty string",
+                reason="invalid_value",
+                details={"key": "api_key", "expected": "a non-empty string"},
+            )
         api_key = Secret(api_key)
     base_url = check_base_url(spec["base_url"]) if spec.get("base_url") is not None else None
 
@@ -386,8 +449,11 @@ def parse_config(config: Mapping[str, Any]) -> GeminiConfig:
     for key in _TOP_LEVEL_GENERATION:
         if key in spec:
             if key in generation:
-                raise ConfigError(f"{key} is set both at top level and in generation_config",
-                                  reason="conflicting_keys", details={"keys": [key, f"generation_config.{key}"]})
+                raise ConfigError(
+                    f"{key} is set both at top level and in generation_config",
+                    reason="conflicting_keys",
+                    details={"keys": [key, f"generation_config.{key}"]},
+                )
             merged[key] = spec[key]
     gen_wire, safety = _generation(merged, origin)
 
@@ -404,11 +470,14 @@ def parse_config(config: Mapping[str, Any]) -> GeminiConfig:
         model=model.removeprefix("models/"),
         api_key=api_key,
         base_url=base_url,
-        request_timeout_s=(_timeout(spec["request_timeout"]) if "request_timeout" in spec
-                           else DEFAULT_REQUEST_TIMEOUT_S),
+        request_timeout_s=(
+            _timeout(spec["request_timeout"]) if "request_timeout" in spec else DEFAULT_REQUEST_TIMEOUT_S
+        ),
         retry=_retry(spec["retry"]) if "retry" in spec else RetryPolicy(),
-        system_instruction=(_instruction(spec.get("global_instruction"), "global_instruction")
-                            + _instruction(spec.get("instructions"), "instructions")),
+        system_instruction=(
+            _instruction(spec.get("global_instruction"), "global_instruction")
+            + _instruction(spec.get("instructions"), "instructions")
+        ),
         builtin_tools=tuple(builtin_tools),
         tool_config_wire=_tool_config(spec["tool_config"]) if "tool_config" in spec else None,
         generation_config_wire=gen_wire,

@@ -14,9 +14,17 @@ __all__ = ["RETRYABLE_STATUSES", "error_from_body", "error_from_payload", "parse
 
 RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _REASONS = {
-    400: "invalid_argument", 401: "unauthenticated", 403: "permission_denied", 404: "not_found",
-    408: "request_timeout", 409: "aborted", 429: "rate_limited", 500: "internal", 502: "bad_gateway",
-    503: "unavailable", 504: "deadline_exceeded",
+    400: "invalid_argument",
+    401: "unauthenticated",
+    403: "permission_denied",
+    404: "not_found",
+    408: "request_timeout",
+    409: "aborted",
+    429: "rate_limited",
+    500: "internal",
+    502: "bad_gateway",
+    503: "unavailable",
+    504: "deadline_exceeded",
 }
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d{1,9})?)s\s*$")
 _MESSAGE_DELAY_RE = re.compile(r"retry in (\d+(?:\.\d+)?)\s*s", re.IGNORECASE)
@@ -41,8 +49,9 @@ def _unwrap(payload: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def error_from_payload(status: int, payload: Any, secrets: tuple[str, ...] = (), *,
-                       midstream: bool = False) -> ProviderHttpError:
+def error_from_payload(
+    status: int, payload: Any, secrets: tuple[str, ...] = (), *, midstream: bool = False
+) -> ProviderHttpError:
     """The typed error for an HTTP ``status`` and a parsed Gemini error body (or in-stream error event).
 
     ``details`` holds ``status``, ``google_status``, ``message`` (secrets scrubbed, bounded), and when present

@@ -31,9 +31,16 @@ from adk_actors.secrets import Secret
 __all__ = ["CAPABILITIES", "MAX_RESPONSE_BYTES", "GeminiProvider"]
 
 CAPABILITIES: dict[str, Any] = {
-    "streaming": True, "function_calling": True, "structured_output": True, "multimodal": True, "thinking": True,
-    "safety_settings": True, "google_search_grounding": True, "builtin_tools": ["google_search"],
-    "content_schema_version": 1, "live": False,
+    "streaming": True,
+    "function_calling": True,
+    "structured_output": True,
+    "multimodal": True,
+    "thinking": True,
+    "safety_settings": True,
+    "google_search_grounding": True,
+    "builtin_tools": ["google_search"],
+    "content_schema_version": 1,
+    "live": False,
 }
 _USER_AGENT = "adk-actors/0.1 (gemini-rest)"
 _READ_SIZE = 64 * 1024
@@ -62,14 +69,18 @@ def _encode(body: dict[str, Any]) -> bytes:
     try:
         check_json_safe(body)
     except ValidationError as exc:
-        raise ContentError("the request holds a value that is not valid JSON (NaN, Infinity, NUL or an "
-                           "object)", reason="invalid_json", details=exc.details) from None
+        raise ContentError(
+            "the request holds a value that is not valid JSON (NaN, Infinity, NUL or an object)",
+            reason="invalid_json",
+            details=exc.details,
+        ) from None
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 def _strict_json(text: str | bytes) -> Any:
     def reject(name: str) -> Any:
         raise ValueError(name)
+
     try:
         return json.loads(text, parse_constant=reject)
     except RecursionError:  # a hostile body nested past the parser's stack: malformed, not a crash
@@ -86,8 +97,11 @@ class _Prepared:
         self.body = _encode(build_request(self.cfg, history, tools))
         self.api_key: Secret = resolve_api_key(self.cfg)
         self.url_base = f"{resolve_base_url(self.cfg)}/v1beta/{_model_path(self.cfg.model)}"
-        self.headers = {"Content-Type": "application/json", "x-goog-api-key": self.api_key.reveal(),
-                        "User-Agent": _USER_AGENT}
+        self.headers = {
+            "Content-Type": "application/json",
+            "x-goog-api-key": self.api_key.reveal(),
+            "User-Agent": _USER_AGENT,
+        }
         t = self.cfg.request_timeout_s
         self.timeout: tuple[float, float] | None = None if t is None else (t, t)
 
@@ -136,8 +150,11 @@ _TRANSPORT_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, ht
 
 
 def _too_large(limit: int) -> ProviderError:
-    return ProviderError("the Gemini answer is larger than any content the agent may hold",
-                         reason="response_too_large", details={"max_bytes": limit})
+    return ProviderError(
+        "the Gemini answer is larger than any content the agent may hold",
+        reason="response_too_large",
+        details={"max_bytes": limit},
+    )
 
 
 def _chunks(resp: requests.Response, guard: CallGuard, *, streaming: bool) -> Iterator[bytes]:
@@ -194,8 +211,14 @@ class GeminiProvider:
 
     # -- one-shot ------------------------------------------------------------------------------------------------
 
-    def generate(self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any] = (), *,
-                 cancel: CancelToken | None = None) -> ModelResponse:
+    def generate(
+        self,
+        config: Mapping[str, Any],
+        history: Sequence[Any],
+        tools: Sequence[Any] = (),
+        *,
+        cancel: CancelToken | None = None,
+    ) -> ModelResponse:
         """One ``generateContent`` call, retried per the config's ``retry`` policy.
 
         Raises:
@@ -223,14 +246,20 @@ class GeminiProvider:
         guard = CallGuard(cancel, prepared.cfg.request_timeout_s)
         with guard.active():
             try:
-                resp = thread_session().post(f"{prepared.url_base}:generateContent", data=prepared.body,
-                                             headers=prepared.headers, timeout=prepared.timeout, stream=True)
+                resp = thread_session().post(
+                    f"{prepared.url_base}:generateContent",
+                    data=prepared.body,
+                    headers=prepared.headers,
+                    timeout=prepared.timeout,
+                    stream=True,
+                )
             except _TRANSPORT_ERRORS as exc:
                 raise _transport_error(guard, exc, streaming=False, started=False) from None
             try:
                 status = resp.status_code
-                content = _read_capped(resp, guard, MAX_RESPONSE_BYTES if status == 200 else _MAX_ERROR_BODY,
-                                       truncate=status != 200)
+                content = _read_capped(
+                    resp, guard, MAX_RESPONSE_BYTES if status == 200 else _MAX_ERROR_BODY, truncate=status != 200
+                )
             finally:
                 resp.close()
         if status != 200:
@@ -245,9 +274,15 @@ class GeminiProvider:
 
     # -- streaming -----------------------------------------------------------------------------------------------
 
-    def stream_content(self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any],
-                       on_frame: Callable[[StreamFrame], None], *,
-                       cancel: CancelToken | None = None) -> ModelResponse:
+    def stream_content(
+        self,
+        config: Mapping[str, Any],
+        history: Sequence[Any],
+        tools: Sequence[Any],
+        on_frame: Callable[[StreamFrame], None],
+        *,
+        cancel: CancelToken | None = None,
+    ) -> ModelResponse:
         """``streamGenerateContent``: ``on_frame`` once per decoded SSE frame; returns the assembled answer.
 
         The final frame carries the combined grounding envelope; no extra buffered frame is delivered at the end.
@@ -273,14 +308,23 @@ class GeminiProvider:
                     raise
             _wait(cancel, delay)
 
-    def _stream_once(self, prepared: _Prepared, on_frame: Callable[[StreamFrame], None],
-                     cancel: CancelToken | None, delivered: list[int]) -> ModelResponse:
+    def _stream_once(
+        self,
+        prepared: _Prepared,
+        on_frame: Callable[[StreamFrame], None],
+        cancel: CancelToken | None,
+        delivered: list[int],
+    ) -> ModelResponse:
         guard = CallGuard(cancel, prepared.cfg.request_timeout_s)
         with guard.active():
             try:
-                resp = thread_session().post(f"{prepared.url_base}:streamGenerateContent?alt=sse",
-                                             data=prepared.body, headers=prepared.headers,
-                                             timeout=prepared.timeout, stream=True)
+                resp = thread_session().post(
+                    f"{prepared.url_base}:streamGenerateContent?alt=sse",
+                    data=prepared.body,
+                    headers=prepared.headers,
+                    timeout=prepared.timeout,
+                    stream=True,
+                )
             except _TRANSPORT_ERRORS as exc:
                 raise _transport_error(guard, exc, streaming=True, started=False) from None
             try:
@@ -288,8 +332,14 @@ class GeminiProvider:
             finally:
                 resp.close()
 
-    def _read_stream(self, prepared: _Prepared, guard: CallGuard, resp: requests.Response,
-                     on_frame: Callable[[StreamFrame], None], delivered: list[int]) -> ModelResponse:
+    def _read_stream(
+        self,
+        prepared: _Prepared,
+        guard: CallGuard,
+        resp: requests.Response,
+        on_frame: Callable[[StreamFrame], None],
+        delivered: list[int],
+    ) -> ModelResponse:
         if resp.status_code != 200:
             try:
                 body = resp.raw.read(_MAX_ERROR_BODY, decode_content=True)
@@ -298,8 +348,11 @@ class GeminiProvider:
             raise error_from_body(resp.status_code, body, prepared.secrets)
         content_type = resp.headers.get("Content-Type", "")
         if not content_type.lower().startswith("text/event-stream"):
-            raise StreamError("the stream answer is not text/event-stream", reason="malformed_sse",
-                              details={"content_type": content_type[:64]})
+            raise StreamError(
+                "the stream answer is not text/event-stream",
+                reason="malformed_sse",
+                details={"content_type": content_type[:64]},
+            )
         decoder, assembler = SseDecoder(), StreamAssembler()
 
         def handle(events: list[str]) -> None:
@@ -307,8 +360,9 @@ class GeminiProvider:
                 try:
                     payload = _strict_json(data)
                 except ValueError:
-                    raise StreamError("an SSE event is not valid JSON", reason="malformed_sse",
-                                      details={"frame": assembler.frames}) from None
+                    raise StreamError(
+                        "an SSE event is not valid JSON", reason="malformed_sse", details={"frame": assembler.frames}
+                    ) from None
                 if isinstance(payload, Mapping) and "error" in payload:
                     raise error_from_payload(200, payload, prepared.secrets, midstream=True)
                 frame = checked_frame(assembler.feed(payload))
@@ -323,17 +377,28 @@ class GeminiProvider:
             handle(decoder.feed(chunk))
         handle(decoder.close())
         if decoder.pending:
-            raise StreamError("the SSE stream ended inside an event", reason="truncated_stream",
-                              details={"frames": assembler.frames})
+            raise StreamError(
+                "the SSE stream ended inside an event", reason="truncated_stream", details={"frames": assembler.frames}
+            )
         if assembler.frames == 0:
             raise StreamError("the SSE stream ended without any event", reason="empty_stream")
         if not assembler.finished:
-            raise StreamError("the SSE stream ended before a finish reason", reason="truncated_stream",
-                              details={"frames": assembler.frames})
+            raise StreamError(
+                "the SSE stream ended before a finish reason",
+                reason="truncated_stream",
+                details={"frames": assembler.frames},
+            )
         return assembler.result()
 
-    def stream(self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any],
-               on_delta: Callable[[str], None], *, cancel: CancelToken | None = None) -> ModelResponse:
+    def stream(
+        self,
+        config: Mapping[str, Any],
+        history: Sequence[Any],
+        tools: Sequence[Any],
+        on_delta: Callable[[str], None],
+        *,
+        cancel: CancelToken | None = None,
+    ) -> ModelResponse:
         """Text streaming: ``on_delta`` once per non-empty visible text delta (thought summaries never included).
 
         Function calls are control data: they are returned in the assembled answer, not streamed as text.
@@ -342,11 +407,15 @@ class GeminiProvider:
             ProviderError: ``unsupported_text_stream_part`` (``details["type"]``) when a frame holds media, rather
                 than dropping it; otherwise as :meth:`stream_content`.
         """
+
         def on_frame(frame: StreamFrame) -> None:
             for part in frame.content["parts"]:
                 if part["type"] not in ("text", "function_call"):
-                    raise ProviderError("the text stream cannot carry a non-text part; use stream_content",
-                                        reason="unsupported_text_stream_part", details={"type": part["type"]})
+                    raise ProviderError(
+                        "the text stream cannot carry a non-text part; use stream_content",
+                        reason="unsupported_text_stream_part",
+                        details={"type": part["type"]},
+                    )
             if frame.text:
                 on_delta(frame.text)
 

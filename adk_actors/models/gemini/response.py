@@ -27,8 +27,7 @@ _CAMEL_RE = re.compile(r"(?<=[a-z0-9])([A-Z])")
 def snake_keys(value: Any) -> Any:
     """Recursively rename camelCase keys to snake_case (``promptTokenCount`` → ``prompt_token_count``)."""
     if isinstance(value, Mapping):
-        return {_CAMEL_RE.sub(r"_\1", k).lower() if isinstance(k, str) else k: snake_keys(v)
-                for k, v in value.items()}
+        return {_CAMEL_RE.sub(r"_\1", k).lower() if isinstance(k, str) else k: snake_keys(v) for k, v in value.items()}
     if isinstance(value, list):
         return [snake_keys(v) for v in value]
     return value
@@ -49,8 +48,11 @@ def _check_metadata(metadata: Any) -> dict[str, Any]:
         raise ProviderError("groundingMetadata is not strict JSON", reason="invalid_provider_metadata") from None
     size = len(encoded.encode("utf-8"))
     if size > MAX_PROVIDER_METADATA_BYTES:
-        raise ProviderError("groundingMetadata exceeds 256 KiB", reason="provider_metadata_too_large",
-                            details={"bytes": size, "limit": MAX_PROVIDER_METADATA_BYTES})
+        raise ProviderError(
+            "groundingMetadata exceeds 256 KiB",
+            reason="provider_metadata_too_large",
+            details={"bytes": size, "limit": MAX_PROVIDER_METADATA_BYTES},
+        )
     return dict(metadata)
 
 
@@ -60,8 +62,12 @@ def grounding_envelope(metadata: Any) -> dict[str, Any]:
     Raises:
         ProviderError: ``invalid_provider_metadata`` (not a strict JSON object) or ``provider_metadata_too_large``.
     """
-    return {"schema_version": 1, "provider": "gemini", "type": "google_search_grounding",
-            "metadata": _check_metadata(metadata)}
+    return {
+        "schema_version": 1,
+        "provider": "gemini",
+        "type": "google_search_grounding",
+        "metadata": _check_metadata(metadata),
+    }
 
 
 def merge_grounding(acc: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,15 +114,18 @@ def _blocked(obj: Mapping[str, Any]) -> ProviderError:
     feedback = _get(obj, "promptFeedback")
     block = _get(feedback, "blockReason") if isinstance(feedback, Mapping) else None
     if isinstance(block, str):
-        return ProviderError("Gemini blocked the prompt", reason="prompt_blocked",
-                             details={"block_reason": block.lower()})
+        return ProviderError(
+            "Gemini blocked the prompt", reason="prompt_blocked", details={"block_reason": block.lower()}
+        )
     return ProviderError("Gemini returned no candidate", reason="empty_response")
 
 
 def _calls(parts: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
-    return tuple({"name": p["name"], "args": p["args"], "id": p.get("id"),
-                  "thought_signature": p.get("thought_signature")}
-                 for p in parts if p["type"] == "function_call")
+    return tuple(
+        {"name": p["name"], "args": p["args"], "id": p.get("id"), "thought_signature": p.get("thought_signature")}
+        for p in parts
+        if p["type"] == "function_call"
+    )
 
 
 def _visible(parts: list[dict[str, Any]]) -> str:
@@ -147,14 +156,23 @@ def parse_response(obj: Any) -> ModelResponse:
     grounding = _get(cand, "groundingMetadata")
     return ModelResponse(
         content={"schema_version": CONTENT_SCHEMA_VERSION, "parts": parts},
-        text=_visible(parts), function_calls=_calls(parts), finish_reason=_finish(cand), usage=_usage(obj),
+        text=_visible(parts),
+        function_calls=_calls(parts),
+        finish_reason=_finish(cand),
+        usage=_usage(obj),
         provider_metadata=grounding_envelope(grounding) if grounding is not None else None,
-        model_version=_str_or_none(_get(obj, "modelVersion")), response_id=_str_or_none(_get(obj, "responseId")))
+        model_version=_str_or_none(_get(obj, "modelVersion")),
+        response_id=_str_or_none(_get(obj, "responseId")),
+    )
 
 
 def _mergeable(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return (a["type"] == b["type"] == "text" and bool(a.get("thought")) == bool(b.get("thought"))
-            and "thought_signature" not in a and "thought_signature" not in b)
+    return (
+        a["type"] == b["type"] == "text"
+        and bool(a.get("thought")) == bool(b.get("thought"))
+        and "thought_signature" not in a
+        and "thought_signature" not in b
+    )
 
 
 def merge_text_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -209,22 +227,37 @@ class StreamAssembler:
         self._model_version = _str_or_none(_get(obj, "modelVersion")) or self._model_version
         self._response_id = _str_or_none(_get(obj, "responseId")) or self._response_id
         frame = StreamFrame(
-            index=self.frames, content={"schema_version": CONTENT_SCHEMA_VERSION, "parts": parts},
-            text=_visible(parts), function_calls=_calls(parts), finish_reason=finish, usage=usage,
-            provider_metadata=self._envelope())
+            index=self.frames,
+            content={"schema_version": CONTENT_SCHEMA_VERSION, "parts": parts},
+            text=_visible(parts),
+            function_calls=_calls(parts),
+            finish_reason=finish,
+            usage=usage,
+            provider_metadata=self._envelope(),
+        )
         self.frames += 1
         return frame
 
     def _envelope(self) -> dict[str, Any] | None:
         if self._grounding is None:
             return None
-        return {"schema_version": 1, "provider": "gemini", "type": "google_search_grounding",
-                "metadata": self._grounding}
+        return {
+            "schema_version": 1,
+            "provider": "gemini",
+            "type": "google_search_grounding",
+            "metadata": self._grounding,
+        }
 
     def result(self) -> ModelResponse:
         """The assembled answer: parts in arrival order (adjacent plain text joined), combined grounding."""
         parts = merge_text_parts(self._parts)
         return ModelResponse(
             content={"schema_version": CONTENT_SCHEMA_VERSION, "parts": parts},
-            text=_visible(parts), function_calls=_calls(parts), finish_reason=self._finish, usage=self._usage,
-            provider_metadata=self._envelope(), model_version=self._model_version, response_id=self._response_id)
+            text=_visible(parts),
+            function_calls=_calls(parts),
+            finish_reason=self._finish,
+            usage=self._usage,
+            provider_metadata=self._envelope(),
+            model_version=self._model_version,
+            response_id=self._response_id,
+        )

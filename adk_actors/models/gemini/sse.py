@@ -45,15 +45,16 @@ class SseDecoder:
             if cr >= 0 and (lf < 0 or cr < lf):
                 if cr + 1 == len(buf):
                     break  # a trailing CR may be the first half of CRLF: wait for more bytes
-                end, nxt = cr, cr + 2 if buf[cr + 1:cr + 2] == b"\n" else cr + 1
+                end, nxt = cr, cr + 2 if buf[cr + 1 : cr + 2] == b"\n" else cr + 1
             else:
                 end, nxt = lf, lf + 1
             self._line(bytes(buf[start:end]), events)
             start = nxt
         del buf[:start]
         if len(buf) + self._event_bytes > MAX_EVENT_BYTES:
-            raise StreamError("an SSE event exceeds the size cap", reason="malformed_sse",
-                              details={"limit": MAX_EVENT_BYTES})
+            raise StreamError(
+                "an SSE event exceeds the size cap", reason="malformed_sse", details={"limit": MAX_EVENT_BYTES}
+            )
         return events
 
     def close(self) -> list[str]:
@@ -88,5 +89,6 @@ class SseDecoder:
             self._data.append(value)
             self._event_bytes += len(value)
         elif name not in _IGNORED_FIELDS or not sep:
-            raise StreamError("the response body is not an SSE stream", reason="malformed_sse",
-                              details={"line_bytes": len(line)})
+            raise StreamError(
+                "the response body is not an SSE stream", reason="malformed_sse", details={"line_bytes": len(line)}
+            )

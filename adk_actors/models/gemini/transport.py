@@ -84,8 +84,11 @@ class CallGuard:
         if self.token is not None:
             self.token.raise_if_cancelled()
         if self.expired:
-            raise ProviderError("the Gemini request timed out", reason="timeout",
-                                details={"request_timeout_ms": round((self.deadline_s or 0) * 1000)})
+            raise ProviderError(
+                "the Gemini request timed out",
+                reason="timeout",
+                details={"request_timeout_ms": round((self.deadline_s or 0) * 1000)},
+            )
 
     @contextlib.contextmanager
     def active(self) -> Iterator[CallGuard]:

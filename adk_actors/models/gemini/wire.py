@@ -32,9 +32,13 @@ __all__ = [
 CONTENT_SCHEMA_VERSION = 1
 _FUNCTION_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$")
 _DECLARATION_KEYS = {
-    "name": "name", "description": "description", "parameters": "parameters",
-    "parametersJsonSchema": "parametersJsonSchema", "parameters_json_schema": "parametersJsonSchema",
-    "response": "response", "responseJsonSchema": "responseJsonSchema",
+    "name": "name",
+    "description": "description",
+    "parameters": "parameters",
+    "parametersJsonSchema": "parametersJsonSchema",
+    "parameters_json_schema": "parametersJsonSchema",
+    "response": "response",
+    "responseJsonSchema": "responseJsonSchema",
     "response_json_schema": "responseJsonSchema",
 }
 _ROLES = ("user", "model", "system")
@@ -107,8 +111,7 @@ def part_to_wire(part: Mapping[str, Any], path: str = "part") -> dict[str, Any]:
         if part.get("thought"):
             wire["thought"] = True
     elif kind == "inline_data":
-        wire = {"inlineData": {"mimeType": _str_field(part, "mime_type", path),
-                               "data": _b64_field(part, "data", path)}}
+        wire = {"inlineData": {"mimeType": _str_field(part, "mime_type", path), "data": _b64_field(part, "data", path)}}
     elif kind == "file_data":
         file_data: dict[str, Any] = {}
         mime = _str_field(part, "mime_type", path, optional=True)
@@ -123,8 +126,10 @@ def part_to_wire(part: Mapping[str, Any], path: str = "part") -> dict[str, Any]:
             call = {"id": call_id, **call}
         wire = {"functionCall": call}
     elif kind == "function_response":
-        response: dict[str, Any] = {"name": _str_field(part, "name", path),
-                                    "response": _object_field(part, "response", path)}
+        response: dict[str, Any] = {
+            "name": _str_field(part, "name", path),
+            "response": _object_field(part, "response", path),
+        }
         response_id = _str_field(part, "id", path, optional=True)
         if response_id is not None:
             response = {"id": response_id, **response}
@@ -166,8 +171,11 @@ def validated_content(value: Any, path: str = "content") -> dict[str, Any]:
     else:
         raw = _content_dict(value, path) if not isinstance(value, str) else value
         if isinstance(raw, dict):
-            raw = {**raw, "schema_version": raw.get("schema_version", CONTENT_SCHEMA_VERSION),
-                   "parts": list(raw["parts"])}
+            raw = {
+                **raw,
+                "schema_version": raw.get("schema_version", CONTENT_SCHEMA_VERSION),
+                "parts": list(raw["parts"]),
+            }
         try:
             checked = validate(raw)
         except ContentError as exc:
@@ -176,8 +184,11 @@ def validated_content(value: Any, path: str = "content") -> dict[str, Any]:
     try:
         check_json_safe(out, "$")
     except ValidationError as exc:
-        raise ContentError("content holds a NUL character", reason="invalid_json",
-                           details={"path": path, "where": exc.details.get("path")}) from None
+        raise ContentError(
+            "content holds a NUL character",
+            reason="invalid_json",
+            details={"path": path, "where": exc.details.get("path")},
+        ) from None
     return out
 
 
@@ -205,8 +216,11 @@ def part_from_wire(wire: Mapping[str, Any]) -> dict[str, Any]:
         return wire[camel] if camel in wire else wire.get(snake)
 
     part: dict[str, Any]
-    inline, file_data, call = get("inlineData", "inline_data"), get("fileData", "file_data"), \
-        get("functionCall", "function_call")
+    inline, file_data, call = (
+        get("inlineData", "inline_data"),
+        get("fileData", "file_data"),
+        get("functionCall", "function_call"),
+    )
     try:
         if "text" in wire:
             if not isinstance(wire["text"], str):
@@ -237,15 +251,18 @@ def part_from_wire(wire: Mapping[str, Any]) -> dict[str, Any]:
         elif "functionResponse" in wire or "function_response" in wire:
             raise ProviderError("the model returned a function_response part", reason="unexpected_function_response")
         else:
-            raise ProviderError("the model returned a part kind the content model does not hold",
-                                reason="unsupported_response_part",
-                                details={"keys": sorted(k for k in wire if isinstance(k, str))})
+            raise ProviderError(
+                "the model returned a part kind the content model does not hold",
+                reason="unsupported_response_part",
+                details={"keys": sorted(k for k in wire if isinstance(k, str))},
+            )
         signature = get("thoughtSignature", "thought_signature")
         if signature is not None:
             part["thought_signature"] = normalise_b64(signature)
     except ValueError as exc:
-        raise ProviderError("a response part is malformed", reason="malformed_response",
-                            details={"field": str(exc)}) from None
+        raise ProviderError(
+            "a response part is malformed", reason="malformed_response", details={"field": str(exc)}
+        ) from None
     return part
 
 
@@ -261,8 +278,11 @@ def tools_to_wire(tools: Sequence[Any], builtin_tools: Sequence[str]) -> list[di
     for i, tool in enumerate(tools):
         path = f"tools[{i}]"
         if not isinstance(tool, Mapping):
-            raise ConfigError(f"{path} must be a function declaration object", reason="invalid_value",
-                              details={"key": path, "expected": "a function declaration object"})
+            raise ConfigError(
+                f"{path} must be a function declaration object",
+                reason="invalid_value",
+                details={"key": path, "expected": "a function declaration object"},
+            )
         decl: dict[str, Any] = {}
         for key, value in tool.items():
             if key not in _DECLARATION_KEYS:
@@ -270,23 +290,38 @@ def tools_to_wire(tools: Sequence[Any], builtin_tools: Sequence[str]) -> list[di
             decl[_DECLARATION_KEYS[key]] = value
         name = decl.get("name")
         if not isinstance(name, str) or not _FUNCTION_NAME_RE.match(name):
-            raise ConfigError(f"{path}.name is not a valid function name", reason="invalid_value",
-                              details={"key": f"{path}.name", "expected": "[A-Za-z_][A-Za-z0-9_.:-]*, <= 128 chars"})
+            raise ConfigError(
+                f"{path}.name is not a valid function name",
+                reason="invalid_value",
+                details={"key": f"{path}.name", "expected": "[A-Za-z_][A-Za-z0-9_.:-]*, <= 128 chars"},
+            )
         if name in seen:
-            raise ConfigError(f"function {name!r} is declared twice", reason="duplicate_tool",
-                              details={"key": f"{path}.name", "name": name})
+            raise ConfigError(
+                f"function {name!r} is declared twice",
+                reason="duplicate_tool",
+                details={"key": f"{path}.name", "name": name},
+            )
         seen.add(name)
         for a, b in (("parameters", "parametersJsonSchema"), ("response", "responseJsonSchema")):
             if a in decl and b in decl:
-                raise ConfigError(f"{path}: {a} and {b} are mutually exclusive", reason="conflicting_keys",
-                                  details={"keys": [f"{path}.{a}", f"{path}.{b}"]})
+                raise ConfigError(
+                    f"{path}: {a} and {b} are mutually exclusive",
+                    reason="conflicting_keys",
+                    details={"keys": [f"{path}.{a}", f"{path}.{b}"]},
+                )
         for key in ("parameters", "parametersJsonSchema", "response", "responseJsonSchema"):
             if key in decl and not isinstance(decl[key], Mapping):
-                raise ConfigError(f"{path}.{key} must be a schema object", reason="invalid_value",
-                                  details={"key": f"{path}.{key}", "expected": "a schema object"})
+                raise ConfigError(
+                    f"{path}.{key} must be a schema object",
+                    reason="invalid_value",
+                    details={"key": f"{path}.{key}", "expected": "a schema object"},
+                )
         if "description" in decl and not isinstance(decl["description"], str):
-            raise ConfigError(f"{path}.description must be a string", reason="invalid_value",
-                              details={"key": f"{path}.description", "expected": "a string"})
+            raise ConfigError(
+                f"{path}.description must be a string",
+                reason="invalid_value",
+                details={"key": f"{path}.description", "expected": "a string"},
+            )
         declarations.append(decl)
     wire: list[dict[str, Any]] = []
     if declarations:
@@ -312,8 +347,9 @@ def build_request(cfg: GeminiConfig, history: Sequence[Any], tools: Sequence[Any
         ConfigError: a malformed tool declaration.
     """
     if isinstance(history, str | Mapping) or not isinstance(history, Sequence):
-        raise ContentError("history must be a list of {role, content}", reason="invalid_content",
-                           details={"path": "history"})
+        raise ContentError(
+            "history must be a list of {role, content}", reason="invalid_content", details={"path": "history"}
+        )
     contents: list[dict[str, Any]] = []
     system_parts: list[dict[str, Any]] = [{"text": text} for text in cfg.system_instruction]
     for i, entry in enumerate(history):
@@ -322,8 +358,11 @@ def build_request(cfg: GeminiConfig, history: Sequence[Any], tools: Sequence[Any
             raise _bad(path, "expected {role, content}")
         role = entry.get("role", "user")
         if role not in _ROLES:
-            raise ContentError(f"{path}.role must be user, model or system", reason="invalid_role",
-                               details={"path": f"{path}.role", "role": str(role)[:64]})
+            raise ContentError(
+                f"{path}.role must be user, model or system",
+                reason="invalid_role",
+                details={"path": f"{path}.role", "role": str(role)[:64]},
+            )
         wire = content_to_wire(validated_content(entry["content"], f"{path}.content"), role, f"{path}.content")
         if role == "system":
             if any(set(p) - {"text"} for p in wire["parts"]):
@@ -332,8 +371,9 @@ def build_request(cfg: GeminiConfig, history: Sequence[Any], tools: Sequence[Any
         elif wire["parts"]:
             contents.append(wire)
     if not contents:
-        raise ContentError("the request has no user or model content", reason="empty_history",
-                           details={"path": "history"})
+        raise ContentError(
+            "the request has no user or model content", reason="empty_history", details={"path": "history"}
+        )
     body: dict[str, Any] = {"contents": contents}
     if system_parts:
         body["systemInstruction"] = {"role": "user", "parts": system_parts}
