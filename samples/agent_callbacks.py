@@ -58,22 +58,16 @@ def _main(data: Path) -> int:
     journal = data / "audit.jsonl"
     settings = adk.load_settings(admin_port=reserved_port(), data_dir=str(data))
     with Emulator() as emu, adk.open_actor_system(settings):
-        config = {
-            "provider": "gemini",
-            "base_url": emu.base_url,
-            "api_key": "test-key",
-            "callbacks": [AuditCallback],
-            "callback_config": {"journal": str(journal)},
-        }
+        config = {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key",
+                  "callbacks": [AuditCallback], "callback_config": {"journal": str(journal)}}
         agent = adk.spawn_agent("CallbackAgent", config)
         adk.prompt(agent, "Say hello.")
         for hook, value in (json.loads(line) for line in journal.read_text().splitlines()):
             print(f"{value} tools" if hook == "before_model" else f"{hook}: {value}")
         adk.stop_agent(agent)
 
-        telemetry_agent = adk.spawn_agent(
-            "TelemetryAgent", {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"}
-        )
+        telemetry_agent = adk.spawn_agent("TelemetryAgent", {"provider": "gemini", "base_url": emu.base_url,
+                                                             "api_key": "test-key"})
         with telemetry.attach("agent.prompt.") as sub:
             adk.prompt(telemetry_agent, "Say hello.")
             events = list(sub.until("agent.prompt.stop", timeout=10))

@@ -17,14 +17,10 @@ from adk_actors.sessions import SessionRef
 from adk_actors.testing import reserved_port
 
 # The emulator answers in JSON mode only when the rendered instruction names Ada (so the template is checked too).
-SCRIPT = {
-    "rules": [
-        {
-            "when": {"json_mode": True, "system_text_contains": "Answer Ada concisely"},
-            "respond": {"json": {"answer": "Supervisors restart children by strategy."}},
-        },
-    ]
-}
+SCRIPT = {"rules": [
+    {"when": {"json_mode": True, "system_text_contains": "Answer Ada concisely"},
+     "respond": {"json": {"answer": "Supervisors restart children by strategy."}}},
+]}
 
 APP, USER, SESSION = "contract_app", "user-1", "contract-session"
 
@@ -40,30 +36,17 @@ def _main(data: str) -> int:
         sessions = adk.session_service()
         sessions.create_session(app_name=APP, user_id=USER, session_id=SESSION, state={"user:name": "Ada"})
         config = {
-            "provider": "gemini",
-            "model": "gemini-3.1-flash-lite",
-            "base_url": emu.base_url,
-            "api_key": "test-key",
+            "provider": "gemini", "model": "gemini-3.1-flash-lite", "base_url": emu.base_url, "api_key": "test-key",
             "instructions": "Answer {user:name} concisely using the requested JSON shape.",
-            "input_schema": {
-                "type": "object",
-                "properties": {"topic": {"type": "string", "minLength": 1}},
-                "required": ["topic"],
-                "additionalProperties": False,
-            },
-            "output_schema": {
-                "type": "object",
-                "properties": {"answer": {"type": "string", "minLength": 1}},
-                "required": ["answer"],
-                "additionalProperties": False,
-            },
+            "input_schema": {"type": "object", "properties": {"topic": {"type": "string", "minLength": 1}},
+                             "required": ["topic"], "additionalProperties": False},
+            "output_schema": {"type": "object", "properties": {"answer": {"type": "string", "minLength": 1}},
+                              "required": ["answer"], "additionalProperties": False},
             "output_key": "user:last_answer",
             "history_policy": "exclude",
-            "generation_config": {
-                "max_output_tokens": 128,
-                "thinking_config": {"thinking_level": "low"},
-                "safety_settings": [{"category": "harassment", "threshold": "block_medium_and_above"}],
-            },
+            "generation_config": {"max_output_tokens": 128, "thinking_config": {"thinking_level": "low"},
+                                  "safety_settings": [{"category": "harassment",
+                                                       "threshold": "block_medium_and_above"}]},
         }
         agent = adk.spawn_agent("ContractAgent", config)
         runner = adk.Runner(agent, APP, sessions)

@@ -34,7 +34,7 @@ def _main(data: str) -> int:
             "provider": "gemini",
             "instructions": "You are a concise weather assistant.",
             "model": "gemini-3.1-flash-lite",
-            "base_url": emu.base_url,  # omit both lines to talk to the real Gemini API with GEMINI_API_KEY
+            "base_url": emu.base_url,   # omit both lines to talk to the real Gemini API with GEMINI_API_KEY
             "api_key": "test-key",
         }
         weather = adk.spawn_agent("WeatherAgent", llm_config, [FunctionTool(get_weather)])

@@ -11,19 +11,13 @@ import adk_actors as adk
 from adk_actors.emulator import Emulator
 from adk_actors.testing import reserved_port
 
-SCRIPT = {
-    "rules": [
-        {
-            "when": {"system_text_contains": "Delegate research", "has_function_response": False},
-            "respond": {"function_calls": [{"name": "SearchSpecialist", "args": {"prompt": "{user_text}"}}]},
-        },
-        {"when": {"has_function_response": True}, "respond": {"text": "Coordinator: {response_text}"}},
-        {
-            "when": {"system_text_contains": "Research the requested"},
-            "respond": {"text": "Notes on '{user_text}': supervisors restart failed children."},
-        },
-    ]
-}
+SCRIPT = {"rules": [
+    {"when": {"system_text_contains": "Delegate research", "has_function_response": False},
+     "respond": {"function_calls": [{"name": "SearchSpecialist", "args": {"prompt": "{user_text}"}}]}},
+    {"when": {"has_function_response": True}, "respond": {"text": "Coordinator: {response_text}"}},
+    {"when": {"system_text_contains": "Research the requested"},
+     "respond": {"text": "Notes on '{user_text}': supervisors restart failed children."}},
+]}
 
 
 def main() -> int:
@@ -36,17 +30,12 @@ def _main(data: str) -> int:
     with Emulator(script=SCRIPT) as emu, adk.open_actor_system(settings):
         base = {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"}
         search = adk.spawn_agent("SearchSpecialist", {**base, "instructions": "Research the requested Erlang topic."})
-        coordinator = adk.spawn_agent(
-            "Coordinator",
-            {
-                **base,
-                "global_instruction": "You are part of the Erlang documentation team.",
-                "instructions": "Delegate research tasks to SearchSpecialist.",
-                "sub_agents": {
-                    "SearchSpecialist": {"agent": search, "description": "Researches Erlang and OTP topics"}
-                },
-            },
-        )
+        coordinator = adk.spawn_agent("Coordinator", {
+            **base,
+            "global_instruction": "You are part of the Erlang documentation team.",
+            "instructions": "Delegate research tasks to SearchSpecialist.",
+            "sub_agents": {"SearchSpecialist": {"agent": search, "description": "Researches Erlang and OTP topics"}},
+        })
         print(adk.prompt(coordinator, "Research supervision trees."))
 
         schema = adk.AgentTool.schema_for("SearchSpecialist", "Researches Erlang and OTP topics")

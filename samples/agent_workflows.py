@@ -11,19 +11,15 @@ import adk_actors as adk
 from adk_actors.emulator import Emulator
 from adk_actors.testing import reserved_port
 
-SCRIPT = {
-    "rules": [
-        {"when": {"system_text_contains": "French"}, "respond": {"text": "[fr] {user_text}"}},
-        {"when": {"system_text_contains": "Summarize"}, "respond": {"text": "In short: {user_text}"}},
-        {
-            "when": {"system_text_contains": "Write", "user_text_contains": "Revise"},
-            "respond": {"text": "Processes spawn light, / supervisors mend the night."},
-        },
-        {"when": {"system_text_contains": "Write"}, "respond": {"text": "Erlang processes are small."}},
-        {"when": {"system_text_contains": "APPROVED", "user_text_contains": "night"}, "respond": {"text": "APPROVED"}},
-        {"when": {"system_text_contains": "APPROVED"}, "respond": {"text": "It does not rhyme yet."}},
-    ]
-}
+SCRIPT = {"rules": [
+    {"when": {"system_text_contains": "French"}, "respond": {"text": "[fr] {user_text}"}},
+    {"when": {"system_text_contains": "Summarize"}, "respond": {"text": "In short: {user_text}"}},
+    {"when": {"system_text_contains": "Write", "user_text_contains": "Revise"},
+     "respond": {"text": "Processes spawn light, / supervisors mend the night."}},
+    {"when": {"system_text_contains": "Write"}, "respond": {"text": "Erlang processes are small."}},
+    {"when": {"system_text_contains": "APPROVED", "user_text_contains": "night"}, "respond": {"text": "APPROVED"}},
+    {"when": {"system_text_contains": "APPROVED"}, "respond": {"text": "It does not rhyme yet."}},
+]}
 
 
 def main() -> int:
@@ -44,10 +40,8 @@ def _main(data: str) -> int:
         adk.stop_agent(summarizer)
 
         writer = adk.spawn_agent("Writer", {**base, "instructions": "Write and revise the requested draft."})
-        reviewer = adk.spawn_agent(
-            "Reviewer",
-            {**base, "instructions": "Reply exactly APPROVED when the draft is ready; otherwise critique it."},
-        )
+        reviewer = adk.spawn_agent("Reviewer", {
+            **base, "instructions": "Reply exactly APPROVED when the draft is ready; otherwise critique it."})
         print(adk.loop(writer, reviewer, "Write a short poem about Erlang.", 3))
         adk.stop_agent(writer)
         adk.stop_agent(reviewer)

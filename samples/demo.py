@@ -22,10 +22,8 @@ def main() -> int:
         print("counter:", [system.ask(probe, Incr()) for _ in range(3)])
         print("worker job (2 ** 10):", system.run_job(pow, 2, 10))
         tree = system.tree()
-        summary = [
-            {"id": c["id"], "state": c["state"], "restarts": c["restarts"], "kind": c.get("status", {}).get("kind")}
-            for c in tree["children"]
-        ]
+        summary = [{"id": c["id"], "state": c["state"], "restarts": c["restarts"],
+                    "kind": c.get("status", {}).get("kind")} for c in tree["children"]]
         print(json.dumps({"port": system.port, "root_pid": system.root_pid, "children": summary}, indent=2))
     print("stopped; no actor process left")
     return 0

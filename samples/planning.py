@@ -26,20 +26,17 @@ def _main(data: str) -> int:
     settings = adk.load_settings(admin_port=reserved_port(), data_dir=data)
     with adk.open_actor_system(settings):
         goal = {"task": "prepare release"}
-        outcome = run_planning(
-            PLANNER, EXECUTOR, goal, {"invocation_id": "planning-readme"}, max_steps=4, max_replans=1, timeout_ms=5000
-        )
-        print(
-            f"status={outcome['status']} steps_executed={outcome['steps_executed']} "
-            f"replans={outcome['replans']} plan_version={outcome['plan_version']}"
-        )
+        outcome = run_planning(PLANNER, EXECUTOR, goal, {"invocation_id": "planning-readme"},
+                               max_steps=4, max_replans=1, timeout_ms=5000)
+        print(f"status={outcome['status']} steps_executed={outcome['steps_executed']} "
+              f"replans={outcome['replans']} plan_version={outcome['plan_version']}")
         print(f"result={outcome['result']}")
 
         # Cancellation: the run is a stable run in the actor system (any client may await or cancel it by ref).
-        slow = {**EXECUTOR, "config": {"delay_ms": 30_000}}  # "prepare" now takes 30 s
+        slow = {**EXECUTOR, "config": {"delay_ms": 30_000}}   # "prepare" now takes 30 s
         ref = start_planning(PLANNER, slow, goal, {"invocation_id": "planning-cancel"}, timeout_ms=60_000)
         time.sleep(0.5)
-        cancel_planning(ref, "user_cancelled")  # stops the loop and kills the worker running "prepare"
+        cancel_planning(ref, "user_cancelled")   # stops the loop and kills the worker running "prepare"
         cancelled = await_planning(ref, 10)
         print(f"{cancelled['status']}: {cancelled.get('reason')}")
     return 0

@@ -26,20 +26,14 @@ def get_weather(city: str) -> dict:
     return {"city": city, "forecast": "sunny"}
 
 
-SCRIPT = {
-    "rules": [
-        {
-            "when": {"user_text_contains": "weather", "tool_declared": "get_weather", "has_function_response": False},
-            "respond": {"function_calls": [{"name": "get_weather", "args": {"city": "Tokyo"}}]},
-        },
-        {"when": {"has_function_response": True}, "respond": {"text": "It is {response.forecast} in {response.city}."}},
-        {
-            "when": {"user_text_contains": "advice"},
-            "respond": {"text": "Take sunglasses and some water: it stays sunny all day.", "chunks": 6},
-        },
-        {"when": {}, "respond": {"text": "You said: {user_text}"}},
-    ]
-}
+SCRIPT = {"rules": [
+    {"when": {"user_text_contains": "weather", "tool_declared": "get_weather", "has_function_response": False},
+     "respond": {"function_calls": [{"name": "get_weather", "args": {"city": "Tokyo"}}]}},
+    {"when": {"has_function_response": True},
+     "respond": {"text": "It is {response.forecast} in {response.city}."}},
+    {"when": {"user_text_contains": "advice"},
+     "respond": {"text": "Take sunglasses and some water: it stays sunny all day.", "chunks": 6}},
+    {"when": {}, "respond": {"text": "You said: {user_text}"}}]}
 
 
 def main() -> int:
@@ -50,15 +44,12 @@ def main() -> int:
 def _main(data: str) -> int:
     settings = adk.load_settings(admin_port=reserved_port(), data_dir=data, session_backend="sql")
     with Emulator(script=SCRIPT) as emu, adk.open_actor_system(settings):
-        config = {
-            "provider": "gemini",
-            "model": "gemini-3.1-flash-lite",
-            "instructions": "You are a concise weather assistant.",
-            "base_url": emu.base_url,  # omit both lines to use the real Gemini API with GEMINI_API_KEY
-            "api_key": "demo-key",
-        }
+        config = {"provider": "gemini", "model": "gemini-3.1-flash-lite",
+                  "instructions": "You are a concise weather assistant.",
+                  "base_url": emu.base_url,   # omit both lines to use the real Gemini API with GEMINI_API_KEY
+                  "api_key": "demo-key"}
         weather = adk.spawn_agent("WeatherAgent", config, [FunctionTool(get_weather)])
-        sessions = adk.session_service(settings)  # a SQLite file under the data dir
+        sessions = adk.session_service(settings)            # a SQLite file under the data dir
         runner = adk.Runner(weather, "quickstart", sessions, streaming_mode="text")
 
         print("user: What is the weather in Tokyo?")

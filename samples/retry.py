@@ -32,7 +32,8 @@ def _main(data: str) -> int:
                 raise RuntimeError("temporary")
             return "recovered"
 
-        result = retry.execute(flaky, {"max_attempts": 5, "initial_delay": 1, "max_delay": 10, "backoff_factor": 2.0})
+        result = retry.execute(flaky, {"max_attempts": 5, "initial_delay": 1, "max_delay": 10,
+                                       "backoff_factor": 2.0})
         print(f"result={result} attempts={attempts.value}")
 
         hopeless = CrossProcessCounter(os.path.join(data, "hopeless"))
@@ -44,10 +45,8 @@ def _main(data: str) -> int:
         try:
             retry.execute(always_fails, {"max_attempts": 3, "initial_delay": 1})
         except RetryExhausted as err:
-            print(
-                f"{err.reason}: attempts={err.details['attempts']} "
-                f"last_error={err.details['last_error']['reason']} ran={hopeless.value}"
-            )
+            print(f"{err.reason}: attempts={err.details['attempts']} "
+                  f"last_error={err.details['last_error']['reason']} ran={hopeless.value}")
     return 0
 
 

@@ -25,20 +25,14 @@ from adk_actors.sessions import BaseSessionService, SessionRef
 from adk_actors.testing import reserved_port
 from adk_actors.tools import FunctionTool
 
-SCRIPT = {
-    "rules": [
-        {
-            "when": {"user_text_contains": "nightly report"},
-            "respond": {"text": "The nightly report is ready.", "delay_ms": 1500},
-        },
-        {
-            "when": {"user_text_contains": "delete", "has_function_response": False},
-            "respond": {"function_calls": [{"name": "delete_deployment", "args": {"name": "legacy-web"}}]},
-        },
-        {"when": {"has_function_response": True}, "respond": {"text": "The {name} tool returned: {response_text}."}},
-        {"when": {}, "respond": {"text": "You said: {user_text}"}},
-    ]
-}
+SCRIPT = {"rules": [
+    {"when": {"user_text_contains": "nightly report"}, "respond": {"text": "The nightly report is ready.",
+                                                                   "delay_ms": 1500}},
+    {"when": {"user_text_contains": "delete", "has_function_response": False},
+     "respond": {"function_calls": [{"name": "delete_deployment", "args": {"name": "legacy-web"}}]}},
+    {"when": {"has_function_response": True}, "respond": {"text": "The {name} tool returned: {response_text}."}},
+    {"when": {}, "respond": {"text": "You said: {user_text}"}},
+]}
 
 
 def delete_deployment(name: str) -> dict:
@@ -56,27 +50,18 @@ def main() -> int:
 
 
 def _main(data: str) -> int:
-    settings = adk.load_settings(
-        admin_port=reserved_port(),
-        data_dir=data,
-        global_limit=8,
-        default_agent_limit=4,
-        agent_limits={"BatchAgent": 1},
-        overflow="reject",
-        max_queue=16,
-        default_queue_timeout=2000,
-    )
+    settings = adk.load_settings(admin_port=reserved_port(), data_dir=data,
+                                 global_limit=8, default_agent_limit=4, agent_limits={"BatchAgent": 1},
+                                 overflow="reject", max_queue=16, default_queue_timeout=2000)
     with Emulator(script=SCRIPT) as emu, adk.open_actor_system(settings):
         config = {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"}
         sessions = adk.session_service(settings)
         batch = adk.spawn_agent("BatchAgent", config)
         rejecting = adk.Runner(batch, "admission_app", sessions, admission_control={"overflow": "reject"})
-        queueing = adk.Runner(
-            batch, "admission_app", sessions, admission_control={"overflow": "queue", "queue_timeout": 5000}
-        )
-        impatient = adk.Runner(
-            batch, "admission_app", sessions, admission_control={"overflow": "queue", "queue_timeout": 200}
-        )
+        queueing = adk.Runner(batch, "admission_app", sessions,
+                              admission_control={"overflow": "queue", "queue_timeout": 5000})
+        impatient = adk.Runner(batch, "admission_app", sessions,
+                               admission_control={"overflow": "queue", "queue_timeout": 200})
 
         slow = _start_admitted(rejecting, "report-1")
         try:
@@ -94,18 +79,14 @@ def _main(data: str) -> int:
         runs.wait(slow, 30)
 
         ops = adk.spawn_agent("OpsAgent", config, [FunctionTool(delete_deployment)])
-        policy = {
-            "id": "ops-policy",
-            "agents": {"allow": ["OpsAgent"]},
-            "tools": {"allow": "all", "deny": ["delete_deployment"]},
-        }
+        policy = {"id": "ops-policy", "agents": {"allow": ["OpsAgent"]},
+                  "tools": {"allow": "all", "deny": ["delete_deployment"]}}
         guarded = adk.Runner(ops, "admission_app", sessions, runtime_policy=policy)
         print(f"tool denied, model goes on: {guarded.run('user-1', 'ops-1', 'Please delete the legacy deployment.')}")
         _print_audit(sessions, "ops-1")
 
-        locked = adk.Runner(
-            ops, "admission_app", sessions, runtime_policy={"id": "batch-only", "agents": {"allow": ["BatchAgent"]}}
-        )
+        locked = adk.Runner(ops, "admission_app", sessions,
+                            runtime_policy={"id": "batch-only", "agents": {"allow": ["BatchAgent"]}})
         try:
             locked.run("user-1", "ops-2", "Hello")
         except PolicyDenied as err:
@@ -129,10 +110,8 @@ def _print_audit(sessions: BaseSessionService, session_id: str) -> None:
     for event in session.events:
         decision = event.actions.runtime_policy_decision
         if event.author == "system" and decision is not None:
-            print(
-                f"audit event: policy={decision['policy_id']} operation={decision['operation']} "
-                f"subject={decision['subject']} outcome={decision['outcome']} reason={decision['reason']}"
-            )
+            print(f"audit event: policy={decision['policy_id']} operation={decision['operation']} "
+                  f"subject={decision['subject']} outcome={decision['outcome']} reason={decision['reason']}")
 
 
 if __name__ == "__main__":

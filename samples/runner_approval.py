@@ -20,23 +20,15 @@ from adk_actors.errors import ValidationError
 from adk_actors.testing import reserved_port
 from adk_actors.tools import FunctionTool
 
-SCRIPT = {
-    "rules": [
-        {
-            "when": {"user_text_contains": "dry run", "has_function_response": False},
-            "respond": {
-                "function_calls": [{"name": "publish_release", "args": {"environment": "production", "dry_run": True}}]
-            },
-        },
-        {
-            "when": {"user_text_contains": "publish", "has_function_response": False},
-            "respond": {
-                "function_calls": [{"name": "publish_release", "args": {"environment": "production", "dry_run": False}}]
-            },
-        },
-        {"when": {"has_function_response": True}, "respond": {"text": "Release result: {response_text}."}},
-    ]
-}
+SCRIPT = {"rules": [
+    {"when": {"user_text_contains": "dry run", "has_function_response": False},
+     "respond": {"function_calls": [{"name": "publish_release", "args": {"environment": "production",
+                                                                          "dry_run": True}}]}},
+    {"when": {"user_text_contains": "publish", "has_function_response": False},
+     "respond": {"function_calls": [{"name": "publish_release", "args": {"environment": "production",
+                                                                          "dry_run": False}}]}},
+    {"when": {"has_function_response": True}, "respond": {"text": "Release result: {response_text}."}},
+]}
 
 
 def publish_release(environment: str, dry_run: bool) -> dict:
@@ -64,17 +56,12 @@ def main() -> int:
 def _main(data: str) -> int:
     settings = adk.load_settings(admin_port=reserved_port(), data_dir=data)
     with Emulator(script=SCRIPT) as emu, adk.open_actor_system(settings):
-        config = {
-            "provider": "gemini",
-            "model": "gemini-3.1-flash-lite",
-            "base_url": emu.base_url,
-            "api_key": "test-key",
-            "instructions": "Call publish_release once for production with dry_run=false. "
-            "After its result, answer without calling it again.",
-        }
-        agent = adk.spawn_agent(
-            "ReleaseAgent", config, [FunctionTool(publish_release, requires_confirmation=release_gate)]
-        )
+        config = {"provider": "gemini", "model": "gemini-3.1-flash-lite", "base_url": emu.base_url,
+                  "api_key": "test-key",
+                  "instructions": "Call publish_release once for production with dry_run=false. "
+                                  "After its result, answer without calling it again."}
+        agent = adk.spawn_agent("ReleaseAgent", config,
+                                [FunctionTool(publish_release, requires_confirmation=release_gate)])
         runner = adk.Runner(agent, "readme_app", adk.session_service(settings))
 
         dry = runs.start(runner, "user-1", "dry-run-session", "Do a dry run of the production release.")
@@ -85,10 +72,8 @@ def _main(data: str) -> int:
         if isinstance(outcome, runs.Paused):
             pause = outcome.event.actions.pause
             details = pause.details
-            print(
-                f"paused: type={details['type']} function={details['function_name']} hint={details['hint']} "
-                f"opaque action id={details['action_id'].startswith('act_')}"
-            )
+            print(f"paused: type={details['type']} function={details['function_name']} hint={details['hint']} "
+                  f"opaque action id={details['action_id'].startswith('act_')}")
             try:  # only exactly {"confirmed": bool} answers a confirmation; a wrong shape consumes nothing
                 runner.resume("user-1", "release-session", pause.continuation_id, {"approved": "yes"})
             except ValidationError as err:

@@ -19,22 +19,15 @@ from adk_actors.events import Event
 from adk_actors.testing import reserved_port
 
 DESCRIPTION = "A single red pixel on a transparent background, the smallest possible picture."
-SCRIPT = {
-    "rules": [
-        {"when": {"user_text_contains": "describe", "stream": True}, "respond": {"text": DESCRIPTION, "chunks": 40}},
-    ]
-}
-PIXEL_PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5E"
-    "rkJggg=="
-)  # a 1x1 red PNG, base64
-MULTIMODAL_PROMPT = {
-    "schema_version": 1,
-    "parts": [
-        {"type": "text", "text": "Describe this image."},
-        {"type": "inline_data", "mime_type": "image/png", "data": PIXEL_PNG},
-    ],
-}
+SCRIPT = {"rules": [
+    {"when": {"user_text_contains": "describe", "stream": True}, "respond": {"text": DESCRIPTION, "chunks": 40}},
+]}
+PIXEL_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5E"
+             "rkJggg==")  # a 1x1 red PNG, base64
+MULTIMODAL_PROMPT = {"schema_version": 1, "parts": [
+    {"type": "text", "text": "Describe this image."},
+    {"type": "inline_data", "mime_type": "image/png", "data": PIXEL_PNG},
+]}
 
 
 def kinds(events: list[Event]) -> str:
@@ -55,22 +48,12 @@ def main() -> int:
 def _main(data: str) -> int:
     settings = adk.load_settings(admin_port=reserved_port(), data_dir=data)
     with Emulator(script=SCRIPT) as emu, adk.open_actor_system(settings):
-        config = {
-            "provider": "gemini",
-            "model": "gemini-3.1-flash-lite",
-            "instructions": "Describe supplied media concisely.",
-            "base_url": emu.base_url,
-            "api_key": "test-key",
-        }
+        config = {"provider": "gemini", "model": "gemini-3.1-flash-lite",
+                  "instructions": "Describe supplied media concisely.", "base_url": emu.base_url,
+                  "api_key": "test-key"}
         agent = adk.spawn_agent("ContentRunnerAgent", config)
-        runner = adk.Runner(
-            agent,
-            "readme_app",
-            adk.session_service(settings),
-            streaming_mode="content",
-            max_stream_output_bytes=16 * 1024 * 1024,
-            run_timeout=120000,
-        )
+        runner = adk.Runner(agent, "readme_app", adk.session_service(settings), streaming_mode="content",
+                            max_stream_output_bytes=16 * 1024 * 1024, run_timeout=120000)
 
         run_id = runs.start(runner, "user-1", "multimodal-session", MULTIMODAL_PROMPT)
         outcome = runs.wait(run_id, 120)

@@ -23,26 +23,14 @@ from adk_actors.sessions import SessionRef
 from adk_actors.testing import reserved_port
 from adk_actors.tools import FunctionTool
 
-SCRIPT = {
-    "rules": [
-        {
-            "when": {
-                "system_text_contains": "request_human_approval",
-                "has_function_response": False,
-                "user_text_contains": "delete",
-            },
-            "respond": {
-                "function_calls": [
-                    {"name": "request_human_approval", "args": {"action": "delete_deployment", "target": "obsolete"}}
-                ]
-            },
-        },
-        {
-            "when": {"function_response_name": "request_human_approval"},
-            "respond": {"text": "Approved by {response.approver}: deleting the {args.target} deployment."},
-        },
-    ]
-}
+SCRIPT = {"rules": [
+    {"when": {"system_text_contains": "request_human_approval", "has_function_response": False,
+              "user_text_contains": "delete"},
+     "respond": {"function_calls": [{"name": "request_human_approval",
+                                     "args": {"action": "delete_deployment", "target": "obsolete"}}]}},
+    {"when": {"function_response_name": "request_human_approval"},
+     "respond": {"text": "Approved by {response.approver}: deleting the {args.target} deployment."}},
+]}
 
 
 def request_human_approval(action: str, target: str) -> dict:
@@ -63,12 +51,8 @@ def main() -> int:
 def _main(data: str) -> int:
     settings = adk.load_settings(admin_port=reserved_port(), data_dir=data)
     with Emulator(script=SCRIPT) as emu, adk.open_actor_system(settings):
-        config = {
-            "provider": "gemini",
-            "instructions": "Before any destructive action, call request_human_approval.",
-            "base_url": emu.base_url,
-            "api_key": "test-key",
-        }
+        config = {"provider": "gemini", "instructions": "Before any destructive action, call request_human_approval.",
+                  "base_url": emu.base_url, "api_key": "test-key"}
         agent = adk.spawn_agent("ApprovalAgent", config, [FunctionTool(request_human_approval)])
         service = adk.session_service(settings)
         runner = adk.Runner(agent, "readme_app", service)
@@ -79,31 +63,19 @@ def _main(data: str) -> int:
             return 1
         pause = result.event.actions.pause
         assert pause is not None
-        print(
-            f"approval requested: reason={pause.reason} function={pause.details['function_name']} "
-            f"operation_id={pause.details['operation_id']}"
-        )
+        print(f"approval requested: reason={pause.reason} function={pause.details['function_name']} "
+              f"operation_id={pause.details['operation_id']}")
 
-        approved = {
-            "operation_id": pause.details["operation_id"],
-            "status": "completed",
-            "approved": True,
-            "approver": "operator@example.com",
-        }
+        approved = {"operation_id": pause.details["operation_id"], "status": "completed",
+                    "approved": True, "approver": "operator@example.com"}
         answer = runner.resume("user-1", "approval-session", pause.continuation_id, approved)
-        session = service.get_session(
-            SessionRef(app_name="readme_app", user_id="user-1", session_id="approval-session")
-        )
+        session = service.get_session(SessionRef(app_name="readme_app", user_id="user-1",
+                                                 session_id="approval-session"))
         for event in session.events:  # the invocation from its user event to its final answer
             parts = [] if event.content is None else [p.type for p in event.content.parts]
             print(f"event: author={event.author} parts={','.join(parts) or '-'} final={event.is_final}")
-        response = next(
-            p.response
-            for e in session.events
-            if e.content is not None
-            for p in e.content.parts
-            if isinstance(p, FunctionResponsePart)
-        )
+        response = next(p.response for e in session.events if e.content is not None for p in e.content.parts
+                        if isinstance(p, FunctionResponsePart))
         print(f"recorded response: approved={response['approved']} approver={response['approver']}")
         print(f"final answer: {answer}")
         try:

@@ -17,18 +17,12 @@ from adk_actors.errors import RunError
 from adk_actors.testing import reserved_port
 from adk_actors.tools import FunctionTool
 
-SCRIPT = {
-    "rules": [
-        {
-            "when": {"user_text_contains": "export", "has_function_response": False},
-            "respond": {"function_calls": [{"name": "start_export", "args": {"dataset": "invoices"}}]},
-        },
-        {
-            "when": {"has_function_response": True},
-            "respond": {"text": "The export of {args.dataset} is {response.status}: {response.result.artifact_id}."},
-        },
-    ]
-}
+SCRIPT = {"rules": [
+    {"when": {"user_text_contains": "export", "has_function_response": False},
+     "respond": {"function_calls": [{"name": "start_export", "args": {"dataset": "invoices"}}]}},
+    {"when": {"has_function_response": True},
+     "respond": {"text": "The export of {args.dataset} is {response.status}: {response.result.artifact_id}."}},
+]}
 
 
 def start_export(dataset: str) -> dict:
@@ -54,38 +48,23 @@ def _main(data: str) -> int:
 
         paused = runner.run("user-1", "export-session", "Please export the invoices.")
         pause = paused.event.actions.pause
-        print(
-            f"paused: reason={pause.reason} operation_id={pause.details['operation_id']} "
-            f"message={pause.details['message']}"
-        )
+        print(f"paused: reason={pause.reason} operation_id={pause.details['operation_id']} "
+              f"message={pause.details['message']}")
         invocation_id = paused.event.invocation_id
 
-        progress = runner.update_long_running(
-            "user-1",
-            "export-session",
-            invocation_id,
-            "export-42",
-            {"operation_id": "export-42", "status": "running", "progress": 50},
-        )
+        progress = runner.update_long_running("user-1", "export-session", invocation_id, "export-42",
+                                              {"operation_id": "export-42", "status": "running", "progress": 50})
         assert progress.content is not None
         response = progress.content.to_dict()["parts"][0]["response"]
         print(f"progress event: partial={progress.partial} progress={response['progress']}")
 
-        answer = runner.resume(
-            "user-1",
-            "export-session",
-            invocation_id,
-            {"operation_id": "export-42", "status": "completed", "result": {"artifact_id": "export.zip"}},
-        )
+        answer = runner.resume("user-1", "export-session", invocation_id,
+                               {"operation_id": "export-42", "status": "completed",
+                                "result": {"artifact_id": "export.zip"}})
         print(f"final answer: {answer}")
         try:
-            runner.update_long_running(
-                "user-1",
-                "export-session",
-                invocation_id,
-                "export-42",
-                {"operation_id": "export-42", "status": "running", "progress": 90},
-            )
+            runner.update_long_running("user-1", "export-session", invocation_id, "export-42",
+                                       {"operation_id": "export-42", "status": "running", "progress": 90})
         except RunError as err:
             print(f"late progress update: {err.reason}")
         adk.stop_agent(agent)

@@ -18,19 +18,13 @@ from adk_actors.errors import RunError
 from adk_actors.testing import reserved_port
 from adk_actors.tools import FunctionTool
 
-SCRIPT = {
-    "rules": [
-        {
-            "when": {"user_text_contains": "rotate", "has_function_response": False},
-            "respond": {"function_calls": [{"name": "rotate_logs", "args": {"service": "billing"}}]},
-        },
-        {"when": {"has_function_response": True}, "respond": {"text": "Rotated the logs of {response.service}."}},
-        {
-            "when": {"user_text_contains": "supervisors"},
-            "respond": {"text": "A supervisor restarts its children when they fail."},
-        },
-    ]
-}
+SCRIPT = {"rules": [
+    {"when": {"user_text_contains": "rotate", "has_function_response": False},
+     "respond": {"function_calls": [{"name": "rotate_logs", "args": {"service": "billing"}}]}},
+    {"when": {"has_function_response": True}, "respond": {"text": "Rotated the logs of {response.service}."}},
+    {"when": {"user_text_contains": "supervisors"},
+     "respond": {"text": "A supervisor restarts its children when they fail."}},
+]}
 
 
 def rotate_logs(service: str) -> dict:
@@ -50,13 +44,13 @@ def main() -> int:
 def _main(data: str) -> int:
     settings = adk.load_settings(admin_port=reserved_port(), data_dir=data)
     with Emulator(script=SCRIPT) as emu, adk.open_actor_system(settings):
-        config = {"provider": "gemini", "instructions": "Be concise.", "base_url": emu.base_url, "api_key": "test-key"}
+        config = {"provider": "gemini", "instructions": "Be concise.", "base_url": emu.base_url,
+                  "api_key": "test-key"}
         agent = adk.spawn_agent("RunnerAgent", config, [FunctionTool(rotate_logs, requires_confirmation=True)])
         runner = adk.Runner(agent, "readme_app", adk.session_service(settings), streaming_mode="text")
 
-        run_id = runs.start(
-            runner, "user-1", "session-supervised", "Explain supervisors.", retention_ms=60000, max_buffered_events=256
-        )
+        run_id = runs.start(runner, "user-1", "session-supervised", "Explain supervisors.",
+                            retention_ms=60000, max_buffered_events=256)
         for item in runs.subscribe(run_id, idle_timeout=30):
             if item.terminal:
                 print(f"terminal: {item.item}")
@@ -71,10 +65,8 @@ def _main(data: str) -> int:
         print(f"paused: reason={outcome.event.actions.pause.reason} state={runs.status(paused_run)['state']}")
         resumed_run = runs.resume(paused_run, {"confirmed": True}, retention_ms=60000, max_buffered_events=256)
         print(f"resumed: {runs.wait(resumed_run, 30)}")
-        print(
-            f"resumed_to matches: {runs.status(paused_run)['resumed_to'] == resumed_run}, "
-            f"parent_run_id matches: {runs.status(resumed_run)['parent_run_id'] == paused_run}"
-        )
+        print(f"resumed_to matches: {runs.status(paused_run)['resumed_to'] == resumed_run}, "
+              f"parent_run_id matches: {runs.status(resumed_run)['parent_run_id'] == paused_run}")
         try:
             runs.resume(paused_run, {"confirmed": True})
         except RunError as err:

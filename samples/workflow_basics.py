@@ -35,12 +35,12 @@ from adk_actors.workflows import (
 
 
 def add_one(state: dict[str, Any], context: dict[str, Any]) -> Output:
-    assert context["input"] is None  # the first step has no input
+    assert context["input"] is None                      # the first step has no input
     return Output("counted", {"count": state.get("count", 0) + 1})
 
 
 def mark_done(state: dict[str, Any], context: dict[str, Any]) -> Output:
-    assert context["input"] == "counted"  # the previous step's output
+    assert context["input"] == "counted"                 # the previous step's output
     return Output("ready", {"done": True})
 
 
@@ -79,13 +79,11 @@ def sequential() -> None:
     outcome = run_workflow(workflow, {"count": 0})
     assert isinstance(outcome, Completed), outcome
     checkpoint = outcome.checkpoint
-    print(
-        f"sequential: {type(outcome).__name__} state={outcome.state} "
-        f"completed={checkpoint['completed']} output={checkpoint['output']!r}"
-    )
+    print(f"sequential: {type(outcome).__name__} state={outcome.state} "
+          f"completed={checkpoint['completed']} output={checkpoint['output']!r}")
 
     try:
-        start_workflow(workflow, {})  # "count" is required
+        start_workflow(workflow, {})                     # "count" is required
     except WorkflowError as err:
         print(f"sequential: rejected before it started: {err.reason} {err.details}")
 
@@ -106,17 +104,15 @@ def parallel() -> None:
     assert isinstance(outcome, Completed), outcome
     print(f"parallel: state={outcome.state} output={outcome.output}")
 
-    conflicting = compile_workflow(
-        {
-            "version": 1,
-            "id": "readme-parallel-conflict-v1",
-            "kind": "parallel",
-            "branches": [
-                {"id": "left", "run": lambda state: Ok({"winner": "left"})},
-                {"id": "right", "run": lambda state: Ok({"winner": "right"})},
-            ],
-        }
-    )
+    conflicting = compile_workflow({
+        "version": 1,
+        "id": "readme-parallel-conflict-v1",
+        "kind": "parallel",
+        "branches": [
+            {"id": "left", "run": lambda state: Ok({"winner": "left"})},
+            {"id": "right", "run": lambda state: Ok({"winner": "right"})},
+        ],
+    })
     failed = run_workflow(conflicting)
     assert isinstance(failed, Failed), failed
     print(f"parallel: {type(failed).__name__} reason={failed.reason} details={failed.details}")
@@ -126,7 +122,7 @@ def retry(data: str) -> None:
     attempts = CrossProcessCounter(os.path.join(data, "attempts"))
 
     def flaky(state: dict[str, Any], context: dict[str, Any]) -> Output | ActionFailed:
-        attempt = attempts.incr()  # the file is shared; a captured int would not be
+        attempt = attempts.incr()                        # the file is shared; a captured int would not be
         assert attempt == context["attempt"]
         if attempt == 1:
             return ActionFailed("transient_failure")
@@ -138,7 +134,8 @@ def retry(data: str) -> None:
         "kind": "sequential",
         "max_steps": 1,
         "steps": [
-            {"id": "retryable", "run": flaky, "timeout": 1000, "retry": {"max_attempts": 2, "backoff_ms": 10}},
+            {"id": "retryable", "run": flaky, "timeout": 1000,
+             "retry": {"max_attempts": 2, "backoff_ms": 10}},
         ],
     }
     outcome = run_workflow(compile_workflow(spec))
@@ -186,9 +183,8 @@ def transfer() -> None:
     }
     outcome = run_workflow(compile_workflow(spec))
     assert isinstance(outcome, Completed), outcome
-    print(
-        f"transfer: state={outcome.state} output={outcome.output!r} transfers={outcome.checkpoint['used']['transfers']}"
-    )
+    print(f"transfer: state={outcome.state} output={outcome.output!r} "
+          f"transfers={outcome.checkpoint['used']['transfers']}")
 
 
 def graph() -> None:
@@ -214,39 +210,23 @@ def graph() -> None:
 
 
 def hang(state: dict[str, Any]) -> Ok:
-    time.sleep(60)  # a call that never answers in time
+    time.sleep(60)                                       # a call that never answers in time
     return Ok({})
 
 
 def failures() -> None:
     def one_step(run: Any, **options: Any) -> CompiledWorkflow:
-        return compile_workflow(
-            {
-                "version": 1,
-                "id": "readme-failures-v1",
-                "kind": "sequential",
-                "steps": [{"id": "step", "run": run, **options}],
-            }
-        )
+        return compile_workflow({"version": 1, "id": "readme-failures-v1", "kind": "sequential",
+                                 "steps": [{"id": "step", "run": run, **options}]})
 
     failed = [
-        run_workflow(one_step(hang, timeout=300)),  # the step's own timeout
-        run_workflow(one_step(hang), timeout_ms=300),  # the whole workflow's deadline
-        run_workflow(one_step(lambda state: 1 / 0)),  # the action raised
-        run_workflow(one_step(lambda state: {"count": 1})),  # not an action result
-        run_workflow(
-            compile_workflow(
-                {
-                    "version": 1,
-                    "id": "readme-budget-v1",
-                    "kind": "graph",
-                    "entry": "again",
-                    "max_steps": 2,
-                    "nodes": [{"id": "again", "run": lambda state: Ok()}],
-                    "edges": {"again": "again"},
-                }
-            )
-        ),  # a cycle runs out of steps
+        run_workflow(one_step(hang, timeout=300)),                           # the step's own timeout
+        run_workflow(one_step(hang), timeout_ms=300),                        # the whole workflow's deadline
+        run_workflow(one_step(lambda state: 1 / 0)),                         # the action raised
+        run_workflow(one_step(lambda state: {"count": 1})),                  # not an action result
+        run_workflow(compile_workflow({"version": 1, "id": "readme-budget-v1", "kind": "graph", "entry": "again",
+                                       "max_steps": 2, "nodes": [{"id": "again", "run": lambda state: Ok()}],
+                                       "edges": {"again": "again"}})),       # a cycle runs out of steps
     ]
     for outcome in failed:
         assert isinstance(outcome, Failed), outcome

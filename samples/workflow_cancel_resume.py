@@ -54,7 +54,7 @@ def _main(data: str) -> int:
         fd = os.open(release, os.O_RDONLY | os.O_NONBLOCK)
         with open(waiting, "w") as announce:
             announce.write(f"{os.getpid()} {context['step_id']}\n")
-        select.select([fd], [], [])  # the step's timeout bounds this wait
+        select.select([fd], [], [])                      # the step's timeout bounds this wait
         assert os.read(fd, 64) == b"continue"
         return Ok({"released": True})
 
@@ -77,10 +77,8 @@ def _main(data: str) -> int:
         status = workflow_status(ref)
         print(f"status: state={status['state']} in_flight={status['in_flight']}")
         checkpoint = workflow_checkpoint(ref)
-        print(
-            f"checkpoint: seq={checkpoint['seq']} state={checkpoint['state']} "
-            f"committed={list(checkpoint['visits'])} steps_left={checkpoint['budgets']['steps']}"
-        )
+        print(f"checkpoint: seq={checkpoint['seq']} state={checkpoint['state']} "
+              f"committed={list(checkpoint['visits'])} steps_left={checkpoint['budgets']['steps']}")
 
         cancel_workflow(ref, "revise_later")
         cancelled = wait_workflow(ref, WAIT_S)
@@ -97,10 +95,8 @@ def _main(data: str) -> int:
         os.close(fd)
         completed = wait_workflow(resumed, WAIT_S)
         assert isinstance(completed, Completed), completed
-        print(
-            f"resumed: {type(completed).__name__} state={completed.state} "
-            f"steps_used={completed.checkpoint['used']['steps']}"
-        )
+        print(f"resumed: {type(completed).__name__} state={completed.state} "
+              f"steps_used={completed.checkpoint['used']['steps']}")
         print(f"prepare ran {prepared.value} time(s)")
     return 0
 

@@ -35,28 +35,20 @@ INVOCATION_ID = "readme-approval-42"
 def approval_workflow() -> CompiledWorkflow:
     """The workflow is application code: every system that runs the invocation compiles the same id, version and
     kind."""
-
     def route(state: dict[str, Any], context: dict[str, Any]) -> str:
         assert context["input"]["approved"] is True
         return "accepted"
 
-    return compile_workflow(
-        {
-            "version": 1,
-            "id": "readme-graph-approval-v1",
-            "kind": "graph",
-            "entry": "approval",
-            "max_steps": 3,
-            "nodes": [
-                {
-                    "id": "approval",
-                    "run": lambda state: Pause("human_approval", "Approve this action", {"approval_requested": True}),
-                },
-                {"id": "accepted", "run": lambda state: Ok({"accepted": True})},
-            ],
-            "edges": {"approval": {"route": route}, "accepted": "end_node"},
-        }
-    )
+    return compile_workflow({
+        "version": 1, "id": "readme-graph-approval-v1", "kind": "graph",
+        "entry": "approval", "max_steps": 3,
+        "nodes": [
+            {"id": "approval",
+             "run": lambda state: Pause("human_approval", "Approve this action", {"approval_requested": True})},
+            {"id": "accepted", "run": lambda state: Ok({"accepted": True})},
+        ],
+        "edges": {"approval": {"route": route}, "accepted": "end_node"},
+    })
 
 
 def main() -> int:
@@ -70,8 +62,8 @@ def _main(data: str) -> int:
     # The first system starts the invocation; it pauses for approval and the system stops.
     with adk.open_actor_system(adk.load_settings(admin_port=reserved_port(), data_dir=data)):
         invocation_id, ref = start_workflow_invocation(
-            approval_workflow(), {}, ledger=ledger, invocation_id=INVOCATION_ID, lease_ms=30_000, timeout_ms=120_000
-        )
+            approval_workflow(), {}, ledger=ledger, invocation_id=INVOCATION_ID, lease_ms=30_000,
+            timeout_ms=120_000)
         paused = wait_workflow(ref, 30)
         assert isinstance(paused, Paused), paused
         print(f"first system: {type(paused).__name__} details={paused.details}")
@@ -80,14 +72,9 @@ def _main(data: str) -> int:
 
     # A new system (think: after a restart) reconstructs the workflow and resumes the invocation by its id.
     with adk.open_actor_system(adk.load_settings(admin_port=reserved_port(), data_dir=data)):
-        resumed = resume_workflow_invocation(
-            INVOCATION_ID,
-            approval_workflow(),
-            ledger=ledger,
-            resume_input={"approved": True},
-            lease_ms=30_000,
-            timeout_ms=120_000,
-        )
+        resumed = resume_workflow_invocation(INVOCATION_ID, approval_workflow(), ledger=ledger,
+                                             resume_input={"approved": True}, lease_ms=30_000,
+                                             timeout_ms=120_000)
         completed = wait_workflow(resumed, 30)
         assert isinstance(completed, Completed), completed
         print(f"second system: {type(completed).__name__} state={completed.state}")

@@ -46,25 +46,16 @@ def _main(data: str) -> int:
 
 def fork_join() -> None:
     def join(state: dict[str, Any], context: dict[str, Any]) -> Output:
-        outputs = context["input"]  # the branches' outputs, keyed by branch id
+        outputs = context["input"]                       # the branches' outputs, keyed by branch id
         assert outputs == {"left": "left-output", "right": "right-output"}
         return Output(outputs, {"joined": True})
 
     spec = {
-        "version": 1,
-        "id": "readme-fork-join-v1",
-        "kind": "graph",
-        "entry": "fork",
-        "max_steps": 6,
+        "version": 1, "id": "readme-fork-join-v1", "kind": "graph",
+        "entry": "fork", "max_steps": 6,
         "nodes": [
-            {
-                "id": "fork",
-                "type": "fork",
-                "branches": ["left", "right"],
-                "join": "join",
-                "merge": "reject_conflicts",
-                "max_concurrency": 2,
-            },
+            {"id": "fork", "type": "fork", "branches": ["left", "right"], "join": "join",
+             "merge": "reject_conflicts", "max_concurrency": 2},
             {"id": "left", "run": lambda state: Output("left-output", {"left": 1})},
             {"id": "right", "run": lambda state: Output("right-output", {"right": 2})},
             {"id": "join", "type": "join", "run": join},
@@ -78,19 +69,14 @@ def fork_join() -> None:
 
 def approval() -> None:
     def route(state: dict[str, Any], context: dict[str, Any]) -> str:
-        return "accepted" if context["input"]["approved"] else "end_node"  # the resume input
+        return "accepted" if context["input"]["approved"] else "end_node"   # the resume input
 
     spec = {
-        "version": 1,
-        "id": "readme-graph-approval-v1",
-        "kind": "graph",
-        "entry": "approval",
-        "max_steps": 3,
+        "version": 1, "id": "readme-graph-approval-v1", "kind": "graph",
+        "entry": "approval", "max_steps": 3,
         "nodes": [
-            {
-                "id": "approval",
-                "run": lambda state: Pause("human_approval", "Approve this action", {"approval_requested": True}),
-            },
+            {"id": "approval",
+             "run": lambda state: Pause("human_approval", "Approve this action", {"approval_requested": True})},
             {"id": "accepted", "run": lambda state: Ok({"accepted": True})},
         ],
         "edges": {"approval": {"route": route}, "accepted": "end_node"},
@@ -103,10 +89,8 @@ def approval() -> None:
     ref = resume_workflow(workflow, paused.checkpoint, resume_input={"approved": True})
     approved = wait_workflow(ref, 30)
     assert isinstance(approved, Completed), approved
-    print(
-        f"approval: approved -> {type(approved).__name__} state={approved.state} "
-        f"steps={approved.checkpoint['used']['steps']}"
-    )
+    print(f"approval: approved -> {type(approved).__name__} state={approved.state} "
+          f"steps={approved.checkpoint['used']['steps']}")
 
     # A checkpoint is a plain value: the same pause can be answered differently.
     rejected = wait_workflow(resume_workflow(workflow, paused.checkpoint, resume_input={"approved": False}), 30)
@@ -126,44 +110,25 @@ def quote(size: int) -> dict:
 
 
 def typed_nodes() -> None:
-    review = compile_workflow(
-        {
-            "version": 1,
-            "id": "readme-review-v1",
-            "kind": "sequential",
-            "steps": [{"id": "review", "run": lambda state: Output({"price": state["size"] * 3}, {"reviewed": True})}],
-        }
-    )
+    review = compile_workflow({
+        "version": 1, "id": "readme-review-v1", "kind": "sequential",
+        "steps": [{"id": "review", "run": lambda state: Output({"price": state["size"] * 3}, {"reviewed": True})}],
+    })
 
     def settle(state: dict[str, Any], context: dict[str, Any]) -> Output:
-        paid = state.get("paid", 0) + 10  # the input: the quote, then the last output
+        paid = state.get("paid", 0) + 10                 # the input: the quote, then the last output
         return Output(context["input"], {"paid": paid})
 
     spec = {
-        "version": 1,
-        "id": "readme-typed-nodes-v1",
-        "kind": "graph",
-        "entry": "classify",
+        "version": 1, "id": "readme-typed-nodes-v1", "kind": "graph", "entry": "classify",
         "nodes": [
-            {
-                "id": "classify",
-                "type": "branch",
-                "targets": ["small", "large"],
-                "select": lambda state: "small" if state["size"] < 10 else "large",
-            },
-            {
-                "id": "small",
-                "type": "tool",
-                "tool": {"tool": FunctionTool(quote), "args": lambda state: {"size": state["size"]}},
-            },
+            {"id": "classify", "type": "branch", "targets": ["small", "large"],
+             "select": lambda state: "small" if state["size"] < 10 else "large"},
+            {"id": "small", "type": "tool",
+             "tool": {"tool": FunctionTool(quote), "args": lambda state: {"size": state["size"]}}},
             {"id": "large", "type": "workflow", "workflow": review},
-            {
-                "id": "settle",
-                "type": "loop",
-                "body": settle,
-                "max_iterations": 5,
-                "done": lambda state, context: state["paid"] >= context["input"]["price"],
-            },
+            {"id": "settle", "type": "loop", "body": settle, "max_iterations": 5,
+             "done": lambda state, context: state["paid"] >= context["input"]["price"]},
         ],
         "edges": {"small": "settle", "large": "settle", "settle": "end_node"},
     }
@@ -171,30 +136,19 @@ def typed_nodes() -> None:
     for size in (3, 12):
         outcome = run_workflow(workflow, {"size": size})
         assert isinstance(outcome, Completed), outcome
-        print(
-            f"typed nodes: size={size} path={sorted(outcome.checkpoint['visits'])} "
-            f"state={outcome.state} output={outcome.output}"
-        )
+        print(f"typed nodes: size={size} path={sorted(outcome.checkpoint['visits'])} "
+              f"state={outcome.state} output={outcome.output}")
 
 
 def agent_node(base_url: str) -> None:
     reviewer = adk.spawn_agent("Reviewer", {"provider": "gemini", "base_url": base_url, "api_key": "test-key"})
     spec = {
-        "version": 1,
-        "id": "readme-agent-node-v1",
-        "kind": "graph",
-        "entry": "review",
+        "version": 1, "id": "readme-agent-node-v1", "kind": "graph", "entry": "review",
         "nodes": [
-            {
-                "id": "review",
-                "type": "agent",
-                "timeout": 30_000,
-                "agent": {
-                    "name": "Reviewer",  # resolved when the node runs
-                    "prompt": lambda state: f"Review {state['doc']}",
-                    "decision": lambda state, context: Stop(context["output"], {"reviewed": True}),
-                },
-            },
+            {"id": "review", "type": "agent", "timeout": 30_000,
+             "agent": {"name": "Reviewer",                              # resolved when the node runs
+                       "prompt": lambda state: f"Review {state['doc']}",
+                       "decision": lambda state, context: Stop(context["output"], {"reviewed": True})}},
         ],
         "edges": {"review": "end_node"},
     }

@@ -38,18 +38,16 @@ def main() -> int:
     final = graph.compile().run({"count": 0}, max_steps=10)
     print(f"count={final['count']}")
 
-    release = (
-        Graph()
-        .add_node("counter", increment)
-        .add_conditional_edge(
-            "counter", lambda state: "note" if state["count"] >= 3 else "counter", routes=["counter", "note"]
-        )
-        .add_node("note", tool_node(FunctionTool(release_note), output_key="release"))
-        .add_edge("note", "summary")
-        .add_node("summary", function_node(lambda state: state["release"]["note"].upper(), output_key="summary"))
-        .set_entry_point("counter")
-        .compile()
-    )
+    release = (Graph()
+               .add_node("counter", increment)
+               .add_conditional_edge("counter", lambda state: "note" if state["count"] >= 3 else "counter",
+                                     routes=["counter", "note"])
+               .add_node("note", tool_node(FunctionTool(release_note), output_key="release"))
+               .add_edge("note", "summary")
+               .add_node("summary", function_node(lambda state: state["release"]["note"].upper(),
+                                                  output_key="summary"))
+               .set_entry_point("counter")
+               .compile())
     state = release.run({"count": 0}, max_steps=10)
     print(f"release={state['release']} summary={state['summary']}")
     return 0
