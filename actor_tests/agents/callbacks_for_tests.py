@@ -102,3 +102,17 @@ class ReplaceHistory:
     @staticmethod
     def before_model(config: dict[str, Any], history: list[Any], tools: list[Any]) -> tuple[str, Any]:
         return ("replace", [{"role": "user", "content": "replaced question"}])
+
+
+class HostileAnswers:
+    """Answers the model can never give: a NUL character, from before_model (halt) and after_model (replace)."""
+
+    @staticmethod
+    def before_model(config: dict[str, Any], history: list[Any], tools: list[Any]) -> Any:
+        if config["callback_config"].get("where") == "before":
+            return ("halt", "bad\u0000answer")
+        return None
+
+    @staticmethod
+    def after_model(config: dict[str, Any], result: dict[str, Any]) -> Any:
+        return ("replace", "bad\u0000answer")

@@ -124,3 +124,17 @@ def test_a_before_model_replace_sends_the_replaced_history_to_the_provider(
     assert emu.requests[-1]["body"]["contents"] == [{"role": "user", "parts": [{"text": "replaced question"}]}]
     # Only the model request is replaced: the conversation keeps what the user said.
     assert agent_history(agent, system=system)[0]["content"] == "original question"
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_an_answer_a_callback_makes_is_validated_like_the_models(
+    system: ActorSystemHandle, emu: Emulator, spawn: Spawner, where: str
+) -> None:
+    agent = spawn(
+        unique("HostileCallback"),
+        config_for(emu, callbacks=[f"{MOD}:HostileAnswers"], callback_config={"where": where}),
+    )
+    with pytest.raises(ProviderError) as info:
+        prompt(agent, "hello", system=system)
+    assert info.value.reason == "invalid_model_output"
+    assert agent_history(agent, system=system) == []  # nothing of the refused answer was kept

@@ -585,7 +585,7 @@ class AgentActor(RunnerMixin, GenServer):
             return
         action, value = _action(decision, error)
         if action == "halt" and isinstance(value, str | dict):
-            self._on_model(turn, _as_response(value), None)
+            self._on_model(turn, _as_response(value), None, checked=False)
             return
         history = value if action == "replace" and isinstance(value, list) and value else turn.history
         deadline = self._bounded(turn)
@@ -660,8 +660,11 @@ class AgentActor(RunnerMixin, GenServer):
             _RUN_HOOK,
             (list(self.spec.callbacks), "after_model", [self._callback_view(), result]),
             deadline,
-            lambda value, err: self._on_model(turn, _replaced(response, value, err), None),
+            lambda value, err: self._on_replaced(turn, response, _replaced(response, value, err)),
         )
+
+    def _on_replaced(self, turn: _Turn, original: ModelResponse, response: ModelResponse) -> None:
+        self._on_model(turn, response, None, checked=response is original)
 
     def _callback_view(self) -> dict[str, Any]:
         """What callbacks see of the agent config: model metadata and the pruned ``callback_config`` only."""
@@ -677,7 +680,11 @@ class AgentActor(RunnerMixin, GenServer):
         copied: dict[str, Any] = copy_json(prune_secrets(view))[0]
         return copied
 
-    def _on_model(self, turn: _Turn, response: ModelResponse | None, error: AdkError | None) -> None:
+    def _on_model(
+        self, turn: _Turn, response: ModelResponse | None, error: AdkError | None, *, checked: bool = True
+    ) -> None:
+        """A model answer (or its error). ``checked``: the answer came from ``adk_actors.models``, which validated
+        it; an answer a callback made is validated here."""
         if turn.done:
             return
         assert self.spec is not None
@@ -702,11 +709,12 @@ class AgentActor(RunnerMixin, GenServer):
                 )
             self._finish(turn, None, error or AgentError("no model response", reason="empty_response"))
             return
-        try:  # callbacks may have replaced the answer: whatever reaches history and events is validated here
-            response = check_response(response)
-        except AdkError as err:
-            self._finish(turn, None, err)
-            return
+        if not checked:  # a callback's answer: whatever reaches history and events is validated
+            try:
+                response = check_response(response)
+            except AdkError as err:
+                self._finish(turn, None, err)
+                return
         if turn.runner is not None:
             self._runner_on_model(turn, response)
             return
