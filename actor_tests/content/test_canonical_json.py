@@ -13,6 +13,7 @@ from adk_actors import content as c
 from adk_actors.content import (
     MAX_ENVELOPE_DEPTH,
     MAX_JSON_DEPTH,
+    MAX_JSON_NODES,
     canonical_dumps,
     canonical_loads,
     check_json_safe,
@@ -157,6 +158,31 @@ def _wrapped(inner: Any, levels: int) -> Any:
     for _ in range(levels):
         inner = {"w": inner}
     return inner
+
+
+def _shared_tower(levels: int) -> list[Any]:
+    """``levels`` lists, each holding the one below twice: a few hundred bytes, 2**levels leaves when walked."""
+    value: list[Any] = [0]
+    for _ in range(levels):
+        value = [value, value]
+    return value
+
+
+@pytest.mark.timeout(10)  # before the member budget, walking this took 2**60 steps
+def test_a_value_that_shares_sub_values_exponentially_is_refused_quickly() -> None:
+    tower = _shared_tower(60)
+    for attempt in (lambda: check_json_safe(tower), lambda: canonical_dumps(tower)):
+        with pytest.raises(ValidationError) as info:
+            attempt()
+        assert info.value.reason == "limit_exceeded" and info.value.details["limit"] == "max_json_nodes"
+        assert info.value.details["max"] == MAX_JSON_NODES
+    with pytest.raises(ContentError) as content_info:
+        c.function_call("f", {"args": tower})
+    assert content_info.value.reason == "limit_exceeded"
+    # Sharing within the budget is still fine: 2**12 leaves.
+    small = _shared_tower(12)
+    check_json_safe(small)
+    assert json.loads(canonical_dumps(small)) == json.loads(json.dumps(small))
 
 
 @pytest.mark.timeout(10)  # before cycles were detected, these never ended

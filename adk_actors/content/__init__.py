@@ -9,7 +9,13 @@
     assert content.validate(wire) == prompt
 """
 
-from adk_actors.content.canonical import MAX_ENVELOPE_DEPTH, canonical_dumps, canonical_loads, check_json_safe
+from adk_actors.content.canonical import (
+    MAX_ENVELOPE_DEPTH,
+    MAX_JSON_NODES,
+    canonical_dumps,
+    canonical_loads,
+    check_json_safe,
+)
 from adk_actors.content.json_values import MAX_JSON_DEPTH, copy_json, utf8_size
 from adk_actors.content.limits import CEILINGS, DEFAULT_LIMITS, ContentLimits
 from adk_actors.content.model import CONTENT_SCHEMA_VERSION, Content, as_content, new, validate
@@ -38,6 +44,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "MAX_ENVELOPE_DEPTH",
     "MAX_JSON_DEPTH",
+    "MAX_JSON_NODES",
     "Content",
     "ContentLimits",
     "FileDataPart",

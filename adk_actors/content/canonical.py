@@ -12,7 +12,14 @@ from typing import Any
 
 from adk_actors.errors import ValidationError
 
-__all__ = ["MAX_ENVELOPE_DEPTH", "MAX_JSON_DEPTH", "canonical_dumps", "canonical_loads", "check_json_safe"]
+__all__ = [
+    "MAX_ENVELOPE_DEPTH",
+    "MAX_JSON_DEPTH",
+    "MAX_JSON_NODES",
+    "canonical_dumps",
+    "canonical_loads",
+    "check_json_safe",
+]
 
 
 MAX_JSON_DEPTH = 64
@@ -25,6 +32,10 @@ below the interpreter's recursion limit, which the stdlib JSON encoder and decod
 
 _LOG10_2 = 0.30103
 _MAX_QUICK_DEPTH = 256
+MAX_JSON_NODES = 1_000_000
+"""Most members (list items and object members, counted every time they are reached) one value may have: a value
+that shares sub-values (``a = [a, a]`` nested 60 deep) is small in memory but would take 2**60 steps to walk, write
+or copy. A million members is far above any content limit's worth of JSON (events, state, request bodies)."""
 """The quick walk recurses; above this ``max_depth`` only the iterative close look runs (the encoder would need
 the recursion limit raised anyway)."""
 _EXIT = object()
@@ -72,12 +83,16 @@ def _scalar_ok(item: Any, int_bits: int) -> bool:
     return item is None or kind is bool  # subclasses and other types: the close look decides
 
 
-def _container_ok(item: Any, depth: int, max_depth: int, int_bits: int) -> bool:
+def _container_ok(item: Any, depth: int, max_depth: int, int_bits: int, budget: list[int]) -> bool:
     """The quick walk: ``True`` when ``item`` is certainly JSON-safe, ``False`` for "look closely".
 
-    It builds no paths and recurses at most ``max_depth`` levels, so a cycle (infinitely deep) ends it too.
+    It builds no paths, recurses at most ``max_depth`` levels (so a cycle, infinitely deep, ends it too) and reaches
+    at most ``budget[0]`` members in all.
     """
     if depth >= max_depth:
+        return False
+    budget[0] -= len(item)
+    if budget[0] < 0:
         return False
     kind = type(item)
     if kind is dict:
@@ -92,7 +107,7 @@ def _container_ok(item: Any, depth: int, max_depth: int, int_bits: int) -> bool:
     for child in children:
         child_kind = type(child)
         if child_kind is dict or child_kind is list or child_kind is tuple:
-            if not _container_ok(child, depth + 1, max_depth, int_bits):
+            if not _container_ok(child, depth + 1, max_depth, int_bits, budget):
                 return False
         elif not _scalar_ok(child, int_bits):
             return False
@@ -103,6 +118,7 @@ def _locate(value: Any, path: str, max_depth: int) -> None:
     """The close look: raise the ``ValidationError`` that says what is wrong and where (no-op when nothing is)."""
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
     open_ids: set[int] = set()  # the containers on the path from the root to the current item
+    members = 0
     while stack:
         item, where, depth = stack.pop()
         if item is _EXIT:
@@ -141,6 +157,13 @@ def _locate(value: Any, path: str, max_depth: int) -> None:
                 reason="limit_exceeded",
                 details={"path": where, "limit": "max_json_depth", "max": max_depth},
             )
+        members += len(item)
+        if members > MAX_JSON_NODES:
+            raise ValidationError(
+                "JSON value has too many members",
+                reason="limit_exceeded",
+                details={"path": where, "limit": "max_json_nodes", "max": MAX_JSON_NODES},
+            )
         open_ids.add(id(item))
         stack.append((_EXIT, where, id(item)))
         if isinstance(item, dict):
@@ -164,7 +187,8 @@ def check_json_safe(value: Any, path: str = "$", *, max_depth: int = MAX_ENVELOP
     """Raise ``ValidationError`` unless ``value`` is JSON-safe.
 
     JSON-safe means: dicts with str keys, lists and tuples, nested at most ``max_depth`` containers deep (the
-    outermost is the first) and without reference cycles; finite numbers, ints the interpreter can write as text,
+    outermost is the first), without reference cycles and with at most :data:`MAX_JSON_NODES` members in all
+    (shared sub-values count each time they are reached); finite numbers, ints the interpreter can write as text,
     and no string (value or key) containing a NUL character or a lone surrogate (U+D800-U+DFFF, which UTF-8 cannot
     encode). Nothing recurses deeper than ``max_depth``, so a 10k-deep or self-containing value fails fast.
 
@@ -175,11 +199,16 @@ def check_json_safe(value: Any, path: str = "$", *, max_depth: int = MAX_ENVELOP
     Raises:
         ValidationError: reason ``invalid_json`` (a non-JSON type, NaN/Infinity, NUL, a lone surrogate, a non-str
             key, an int too large to write; a reference cycle, with ``details["cycle"]``) or ``limit_exceeded``
-            (deeper than ``max_depth``; ``details["limit"]`` is ``"max_json_depth"``).
+            (deeper than ``max_depth``, ``details["limit"]`` is ``"max_json_depth"``; more members than
+            :data:`MAX_JSON_NODES`, ``"max_json_nodes"``).
     """
     kind = type(value)
     container = kind is dict or kind is list or kind is tuple
-    if container and max_depth <= _MAX_QUICK_DEPTH and _container_ok(value, 0, max_depth, _safe_int_bits()):
+    if (
+        container
+        and max_depth <= _MAX_QUICK_DEPTH
+        and _container_ok(value, 0, max_depth, _safe_int_bits(), [MAX_JSON_NODES])
+    ):
         return
     if kind is str and "\x00" not in value and (value.isascii() or _bad_text(value) is None):
         return
