@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from actor_tests.runner.conftest import read_events, svc  # noqa: F401 - fixture
-from adk_actors import Runner, loop, prompt
+from adk_actors import PolicyDenied, Runner, loop, prompt
 from adk_actors.agents import agent_history
 from adk_actors.emulator import Emulator
 from adk_actors.runtime.system import ActorSystemHandle
@@ -95,6 +95,29 @@ def test_escalate_and_transfer_reach_the_runners_tool_event(
     ]
     assert tool_event.actions.transfer_to_agent == specialist and tool_event.actions.escalate is False
     assert events[-1].is_final and events[-1].author == specialist and events[-1].text() == "You said: help me"
+
+
+def test_a_transferred_answer_meets_the_runners_output_policy(
+    system: ActorSystemHandle,
+    emu: Emulator,
+    spawn: Spawner,
+    svc: ActorSessionService,  # noqa: F811 - the fixture
+) -> None:
+    specialist = unique("Specialist")
+    spawn(specialist, config_for(emu))
+    emu.set_script({"rules": [_calls("hand_off"), AFTER, ECHO]})
+    coordinator = unique("Coordinator")
+    spawn(coordinator, config_for(emu, sub_agents={specialist: {"agent": specialist}}), [hand_off_tool(specialist)])
+    text = "q" * 40  # the input and the tool's result fit the budget; the specialist's echo does not
+    policy = {"id": "small-output", "agents": {"allow": "all"}, "tools": {"allow": "all"}, "max_content_bytes": 45}
+    runner = Runner(coordinator, "actions", svc, runtime_policy=policy, system=system)
+    sid = unique("s")
+    with pytest.raises(PolicyDenied) as info:
+        runner.run("u1", sid, text)
+    assert info.value.reason == "content_budget_exceeded"
+    events = read_events(svc, "actions", "u1", sid)
+    assert not any(e.is_final for e in events)
+    assert "You said" not in str([e.to_dict() for e in events]), "the denied answer was stored"
 
 
 def test_transfer_to_agent_hands_the_turn_to_the_sub_agent(

@@ -854,7 +854,14 @@ class RunnerMixin:
         )
 
     def _runner_transferred(self, turn: _Turn, target: str, output: Any, content: Any, delta: dict[str, Any]) -> None:
-        """The sub-agent a tool transferred to answered: its answer is the invocation's final event (its author)."""
+        """The sub-agent a tool transferred to answered: its answer is the invocation's final event (its author),
+        under the same output policy as an answer of this agent's own."""
+        policy = turn.runner.request.options.runtime_policy if turn.runner is not None else None
+        if policy is not None:
+            decision = policy.check_content("output_content", target, output)
+            if not decision.allowed:
+                self._deny(turn, decision, lambda: self._finish(turn, None, _denied(decision)))
+                return
         try:
             final = Event.new(
                 invocation_id=turn.invocation_id,
