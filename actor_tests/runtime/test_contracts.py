@@ -22,12 +22,11 @@ PACKAGE = Path(adk_actors.__file__).resolve().parent
 
 
 def _message_classes() -> list[type]:
-    """Every frozen dataclass defined in a ``messages.py`` module or the runtime (discovered, not listed)."""
+    """Every frozen dataclass defined anywhere in the package (discovered, not listed): whatever crosses a process
+    boundary is one, wherever it is defined."""
     found: dict[str, type] = {}
     for info in pkgutil.walk_packages([str(PACKAGE)], prefix="adk_actors."):
         name = info.name
-        if not (name.endswith(".messages") or name.startswith("adk_actors.runtime.")):
-            continue
         if name.endswith(("__main__", ".boot", ".reaper")):
             continue
         module = importlib.import_module(name)
@@ -61,7 +60,24 @@ def _sample(tp: Any) -> Any:
     return {"any": [1, "two"]}
 
 
+def _examples() -> dict[str, Any]:
+    """Values whose fields the sampler cannot invent (validated in ``__post_init__``, or derived from each other)."""
+    from adk_actors.agents.agent import Agent
+    from adk_actors.content.parts import FileDataPart, InlineDataPart
+    from adk_actors.schema import compile_schema
+
+    return {
+        "Agent": Agent(name="Sampled", instruction="Answer briefly."),
+        "FileDataPart": FileDataPart(mime_type="image/png", uri="gs://bucket/picture.png"),
+        "InlineDataPart": InlineDataPart(mime_type="image/png", data="aGVsbG8="),
+        "CompiledSchema": compile_schema({"type": "object", "properties": {"n": {"type": "integer"}}}),
+    }
+
+
 def _instance(cls: type) -> Any:
+    example = _examples().get(cls.__name__)
+    if example is not None and type(example) is cls:
+        return example
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for field in dataclasses.fields(cls):
@@ -79,6 +95,8 @@ CLASSES = _message_classes()
 def test_discovery_finds_the_runtime_messages() -> None:
     names = {c.__name__ for c in CLASSES}
     assert {"Call", "Reply", "Failure", "SupInit", "ChildExit", "Route", "Forward", "ChildSpec"} <= names
+    # ... and the ones defined outside a messages module: the agent turn's, the host's, values that travel.
+    assert {"RunnerTurn", "CancelTurn", "Spawn", "InnerSpec", "RunJob", "Event", "InlineDataPart", "Agent"} <= names
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: f"{c.__module__}.{c.__qualname__}")
