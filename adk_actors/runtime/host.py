@@ -34,7 +34,6 @@ import itertools
 import math
 import os
 import pickle
-import socket
 import time
 from collections import deque
 from collections.abc import Callable
@@ -501,12 +500,8 @@ class Host(GenServer):
             if entry.spec.register_as:
                 self._port.send(
                     message.address,
-                    Register(
-                        name=entry.spec.register_as,
-                        address=LocalRef(self.host_id, local_id),
-                        pid=os.getpid(),
-                        kind=entry.spec.actor.rpartition(".")[2],
-                        hostname=socket.gethostname(),
+                    Register.here(
+                        entry.spec.register_as, LocalRef(self.host_id, local_id), os.getpid(), entry.spec.actor
                     ),
                 )
             self.outbox.append((local_id, message))

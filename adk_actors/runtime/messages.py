@@ -9,6 +9,7 @@ A request whose reply type is fixed derives from :class:`Request` parameterised 
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -163,6 +164,11 @@ class Register:
     pid: int
     kind: str = "actor"
     hostname: str = ""
+
+    @classmethod
+    def here(cls, name: str, address: Any, pid: int, actor: str) -> Register:
+        """The registration of an actor of this machine; ``actor`` is its class name or import path."""
+        return cls(name=name, address=address, pid=pid, kind=actor.rpartition(".")[2], hostname=socket.gethostname())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

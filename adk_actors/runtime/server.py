@@ -784,13 +784,7 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
         if self._register_as and self._registry is not None:
             self._port.send(
                 self._registry,
-                Register(
-                    name=self._register_as,
-                    address=self.my_ref(),
-                    pid=os.getpid(),
-                    kind=type(self).__name__,
-                    hostname=socket.gethostname(),
-                ),
+                Register.here(self._register_as, self.my_ref(), os.getpid(), type(self).__name__),
             )
         if result is not DEFERRED:
             self.ready()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -214,13 +213,7 @@ class Supervisor(GenServer):
             if child.spec.register_as:
                 self._port.send(
                     message.address,
-                    Register(
-                        name=child.spec.register_as,
-                        address=child.address,
-                        pid=child.pid,
-                        kind=child.spec.actor.rpartition(".")[2],
-                        hostname=socket.gethostname(),
-                    ),
+                    Register.here(child.spec.register_as, child.address, child.pid, child.spec.actor),
                 )
             self._port.send(child.address, message)
 
