@@ -1,11 +1,30 @@
-"""Messages of the agent actor (frozen dataclasses; the facade in ``api.py`` builds them, callers never do)."""
+"""Messages of the agent actor (frozen dataclasses; the facades in ``api.py`` and ``runner/`` build them, callers
+never do): direct turns, and Runner invocations with the events and answers they produce."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Delegated", "Describe", "GetHistory", "Invoke", "Prompt", "PromptOutcome"]
+from adk_actors.agents.turn.options import RunnerOptions
+from adk_actors.events import Event
+
+__all__ = [
+    "CancelTurn",
+    "Delegated",
+    "Describe",
+    "GetHistory",
+    "Invoke",
+    "Prompt",
+    "PromptOutcome",
+    "ResumeSpec",
+    "RunnerTurn",
+    "TurnAccepted",
+    "TurnEvent",
+    "TurnLost",
+    "TurnResult",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,3 +92,75 @@ class Describe:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetHistory:
     """Ask an agent for a copy of its compatibility conversation (a list of history entries)."""
+
+
+# ---- Runner invocations ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeSpec:
+    """Resume a paused invocation: ``key`` is its continuation id or invocation id (``""``: the only one)."""
+
+    key: str
+    response: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunnerTurn:
+    """One Runner invocation (new input, or a resume) in the queue of its session."""
+
+    app_name: str
+    user_id: str
+    session_id: str
+    session_service: Any
+    options: RunnerOptions
+    input: Any = None
+    resume: ResumeSpec | None = None
+    turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    sink: Any = None
+    """Where each persisted event goes as a :class:`TurnEvent` (a run actor), or ``None``."""
+    run_id: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnEvent:
+    """One event the invocation persisted, in session order (``index`` counts from 1 per turn)."""
+
+    turn_id: str
+    index: int
+    event: Event
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnAccepted:
+    """Sent to the sink when the agent took the invocation: ``pid`` is the agent's process (the run watches it)."""
+
+    turn_id: str
+    pid: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnLost:
+    """Delivered to the run (by the run index) when the agent's process died with the invocation in it."""
+
+    turn_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelTurn:
+    """Cancel a Runner invocation (tell): in-flight provider and tool work is cancelled, the permit released."""
+
+    turn_id: str
+    reason: str = "cancelled"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnResult:
+    """A Runner invocation's answer: ``completed`` with ``output`` or ``paused`` with the pause ``event``;
+    ``events`` is how many :class:`TurnEvent` messages preceded it."""
+
+    kind: str
+    output: Any = None
+    event: Event | None = None
+    events: int = 0
+    invocation_id: str = ""

@@ -11,7 +11,7 @@ object (a :class:`~adk_actors.tools.FunctionTool`, with its confirmation gate...
 ``runner_options`` holds the keyword options of the
 :class:`~adk_actors.runner.Runner` the command runs the agent with (``max_llm_calls``, ``max_tool_rounds``,
 ``run_timeout``, ``tool_execution``...), checked by the Runner's own
-:func:`~adk_actors.agents.runner_turn.runner_options` (a bad one fails with its reason, the key prefixed
+:func:`~adk_actors.agents.turn.options.runner_options` (a bad one fails with its reason, the key prefixed
 ``runner_options.``). ``streaming_mode`` is the command's choice and is not accepted there.
 
 The agent config is validated by the same code as a Python config (:func:`~adk_actors.agents.spec.build_spec`,
@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adk_actors.agents.runner_turn import runner_options
 from adk_actors.agents.spec import build_spec
+from adk_actors.agents.turn.options import runner_options
 from adk_actors.errors import AdkError, ConfigError
 from adk_actors.logs import SECRET_ENV_VARS
 from adk_actors.secrets import is_secret_key
@@ -181,7 +181,7 @@ def check_runner_options(value: Any) -> dict[str, Any]:
 
     Raises:
         ConfigError: ``invalid_value`` (not an object; ``streaming_mode``, which the command sets), and every
-            reason of :func:`~adk_actors.agents.runner_turn.runner_options` (``unknown_key``, ``invalid_value``...),
+            reason of :func:`~adk_actors.agents.turn.options.runner_options` (``unknown_key``, ``invalid_value``...),
             with ``details["key"]`` prefixed ``runner_options.``.
     """
     if not isinstance(value, Mapping):

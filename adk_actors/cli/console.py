@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from adk_actors.agents.runner_turn import open_pauses
+from adk_actors.agents.turn.pauses import open_pauses
 from adk_actors.cli.launch import (
     APP_NAME,
     LiveAgent,

@@ -9,22 +9,18 @@ from typing import Any
 
 from adk_actors.agents.agent import Agent
 from adk_actors.agents.api import AgentLike, AgentRef, _input, _ref, _system, agent_ref, ensure_agent, local_id
-from adk_actors.agents.runner_turn import (
+from adk_actors.agents.messages import (
     CancelTurn,
     ResumeSpec,
-    RunnerOptions,
     RunnerTurn,
     TurnAccepted,
     TurnEvent,
     TurnLost,
     TurnResult,
-    check_resume_response,
-    open_pauses,
-    pause_key,
-    runner_options,
-    select_pause,
 )
 from adk_actors.agents.spec import check_agent_name
+from adk_actors.agents.turn.options import RunnerOptions, runner_options
+from adk_actors.agents.turn.pauses import check_resume_response, open_pauses, pause_key, select_pause
 from adk_actors.content.json_values import copy_json
 from adk_actors.content.validation import check_id, check_json, check_optional_id, check_timeout
 from adk_actors.errors import AdkError, ConcurrencyConflict, RunError, ValidationError
@@ -55,7 +51,7 @@ class Runner:
         system: The actor system (default: the current one); not part of the pickled value.
         **options: ``run_timeout`` (ms), ``max_llm_calls``, ``max_tool_rounds``, ``streaming_mode``,
             ``max_stream_output_bytes``, ``tool_execution``, ``context_policy``, ``admission_control``,
-            ``runtime_policy`` (see :func:`~adk_actors.agents.runner_turn.runner_options`).
+            ``runtime_policy`` (see :func:`~adk_actors.agents.turn.options.runner_options`).
 
     Raises:
         ConfigError: ``unknown_key`` / ``invalid_value`` naming the option; ``context_compress_unsupported``.

@@ -1,0 +1,235 @@
+"""What a turn asks its runner to do: effects out of :class:`~adk_actors.agents.turn.engine.Turn`, results back in.
+
+An effect with an ``id`` expects exactly one result, fed back with ``turn.on(id, value, error)`` (a streaming
+model call may also feed ``turn.progress(id, batch)`` first); an effect without one is fire and forget. Effects
+are plain frozen values: the agent actor executes them with its I/O threads, worker pool, calls and sends
+(``agents/agent_actor.py``), and :mod:`adk_actors.testing.turns` executes them in process with a scripted model.
+
+Deadlines are absolute ``time.monotonic()`` instants computed by the turn; a runner that cannot meet one answers
+the effect with an ``AskTimeout`` (the turn maps it to the reason the caller sees).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from adk_actors.errors import AdkError
+from adk_actors.telemetry import TelemetryEvent
+
+__all__ = [
+    "AcquirePermit",
+    "CallAgent",
+    "CallModel",
+    "Cancel",
+    "CheckGate",
+    "Effect",
+    "Fail",
+    "LoadConversation",
+    "Log",
+    "Notify",
+    "ReleasePermit",
+    "Reply",
+    "ResolveInstructions",
+    "RunHook",
+    "RunTool",
+    "SaveConversation",
+    "SessionCall",
+    "Telemetry",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallModel:
+    """Call the model provider (an I/O thread). ``streaming`` ``"text"``/``"content"``: partial batches are fed
+    back with ``turn.progress(id, (content, grounding))`` before the result; the result is a ``ModelResponse``."""
+
+    id: int
+    config: dict[str, Any] = field(repr=False)
+    history: list[dict[str, Any]] = field(repr=False)
+    tools: list[dict[str, Any]] = field(repr=False)
+    deadline: float
+    streaming: str = "none"
+    max_stream_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunTool:
+    """Run one validated tool call (``adk_actors.agents.toolexec.execute_tool``) in the worker pool, or in the
+    agent's own process when ``inline``; the result is the function-response dict (plus recorded actions)."""
+
+    id: int
+    index: int
+    """The call's position in the model's batch of calls."""
+    name: str
+    payload: bytes = field(repr=False)
+    args: dict[str, Any] = field(repr=False)
+    call_id: str | None
+    context: dict[str, Any] = field(repr=False)
+    callbacks: tuple[str | bytes, ...]
+    """The agent's callbacks when some define tool hooks (they run in the same job), else empty."""
+    runner: bool
+    deadline: float
+    inline: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckGate:
+    """Evaluate a tool's confirmation gate (``adk_actors.agents.toolexec.check_gate``); the result is
+    ``{"required", "hint"}`` or ``{"error"}``."""
+
+    id: int
+    index: int
+    payload: bytes = field(repr=False)
+    args: dict[str, Any] = field(repr=False)
+    call_id: str | None
+    context: dict[str, Any] = field(repr=False)
+    deadline: float
+    inline: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunHook:
+    """Run one callback hook of the agent's callbacks (``adk_actors.agents.callbacks.run_hook``) in a worker; the
+    result is the hook's decision. ``id`` 0: fire and forget (``on_error``)."""
+
+    id: int
+    hook: str
+    callbacks: tuple[str | bytes, ...]
+    args: list[Any] = field(repr=False)
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolveInstructions:
+    """Run the dynamic instruction providers (``adk_actors.agents.instructions.resolve_instructions``) in a
+    worker; the result is ``{"instructions"?, "global_instruction"?}`` or ``{"error", ...}``."""
+
+    id: int
+    local: Any
+    global_: Any
+    scope: dict[str, Any] = field(repr=False)
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallAgent:
+    """Ask another agent (by registered name) for one turn: a sub-agent call, an ``AgentTool`` or a transfer."""
+
+    id: int
+    target: str
+    request: Any = field(repr=False)
+    """An :class:`~adk_actors.agents.messages.Invoke`."""
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AcquirePermit:
+    """Ask the node's ``admission`` actor for a permit (owned by the runner's process); the result is the permit."""
+
+    id: int
+    agent: str
+    overflow: str
+    queue_timeout_ms: int
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReleasePermit:
+    permit_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionCall:
+    """Session-service calls in order, as one step (the node's store actor for the in-memory backend, an I/O
+    thread otherwise); the result is the list of their results."""
+
+    id: int
+    service: Any = field(repr=False)
+    ops: tuple[Any, ...] = field(repr=False)
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadConversation:
+    """Load the agent's saved compatibility conversation (a list of history entries; nothing saved: ``[]``)."""
+
+    id: int
+    service: Any = field(repr=False)
+    agent: str
+    key: str
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SaveConversation:
+    id: int
+    service: Any = field(repr=False)
+    agent: str
+    key: str
+    history: list[Any] = field(repr=False)
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notify:
+    """Send ``message`` to ``target`` (an event to the run that watches the invocation)."""
+
+    target: Any
+    message: Any = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cancel:
+    """Cancel the in-flight effects ``ids`` (provider calls, tool and gate jobs); their results are ignored."""
+
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Telemetry:
+    """The turn's telemetry events, handed over once at its end."""
+
+    events: tuple[TelemetryEvent, ...] = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Log:
+    level: str
+    message: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """The turn's answer; the turn is over (its session queue may start the next one)."""
+
+    value: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fail:
+    """The turn failed with ``error`` (structural); the turn is over."""
+
+    error: AdkError
+
+
+Effect: TypeAlias = (
+    CallModel
+    | RunTool
+    | CheckGate
+    | RunHook
+    | ResolveInstructions
+    | CallAgent
+    | AcquirePermit
+    | ReleasePermit
+    | SessionCall
+    | LoadConversation
+    | SaveConversation
+    | Notify
+    | Cancel
+    | Telemetry
+    | Log
+    | Reply
+    | Fail
+)

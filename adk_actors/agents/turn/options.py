@@ -1,0 +1,151 @@
+"""Runner options: validated strictly once, when the Runner is built, and sent with every invocation (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from adk_actors.agents.context import ContextPolicy
+from adk_actors.errors import ConfigError
+from adk_actors.policy import RuntimePolicy
+
+__all__ = [
+    "DEFAULT_MAX_STREAM_OUTPUT_BYTES",
+    "MAX_RUN_TIMEOUT_MS",
+    "MAX_STREAM_OUTPUT_BYTES",
+    "RunnerOptions",
+    "runner_options",
+]
+
+DEFAULT_MAX_STREAM_OUTPUT_BYTES = 16 * 1024 * 1024
+MAX_STREAM_OUTPUT_BYTES = 64 * 1024 * 1024
+MAX_RUN_TIMEOUT_MS = 365 * 86400 * 1000
+"""A year: any larger ``run_timeout`` is a typo, and an unbounded int overflows deadline arithmetic."""
+_STREAMING_MODES = ("none", "text", "content")
+_TOOL_EXECUTION_KEYS = frozenset({"mode", "max_concurrency", "tool_timeout"})
+_ADMISSION_KEYS = frozenset({"overflow", "queue_timeout"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunnerOptions:
+    """Validated Runner options (see :func:`runner_options`); picklable, sent with every invocation."""
+
+    run_timeout_ms: int | None = None
+    """The whole invocation's deadline (``None``: the node's ``agent_turn_timeout``)."""
+    max_llm_calls: int = 32
+    max_tool_rounds: int = 16
+    streaming_mode: str = "none"
+    max_stream_output_bytes: int = DEFAULT_MAX_STREAM_OUTPUT_BYTES
+    tool_mode: str = "parallel"
+    """``parallel``: ``parallel_safe`` neighbours run together (at most ``max_concurrency``); ``serial``: one at
+    a time."""
+    max_concurrency: int = 8
+    tool_timeout_ms: int | None = None
+    context_policy: ContextPolicy = field(default_factory=ContextPolicy)
+    admission: dict[str, Any] | None = None
+    """``{"overflow": "reject"|"queue", "queue_timeout": ms}`` (either key optional) or ``None`` (no admission)."""
+    runtime_policy: RuntimePolicy | None = None
+
+
+def _int(value: Any, key: str, *, minimum: int = 1, maximum: int | None = None, none: bool = False) -> Any:
+    if value is None and none:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        raise ConfigError(
+            f"runner option {key} must be an integer in range",
+            reason="invalid_value",
+            details={"key": key, "min": minimum, **({"max": maximum} if maximum else {})},
+        )
+    return value
+
+
+def _strict(value: Any, key: str, allowed: frozenset[str]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"runner option {key} must be a mapping", reason="invalid_value", details={"key": key})
+    unknown = sorted(str(k) for k in value if k not in allowed)
+    if unknown:
+        raise ConfigError(f"unknown {key} key", reason="unknown_key", details={"key": f"{key}.{unknown[0]}"})
+    return value
+
+
+def runner_options(**options: Any) -> RunnerOptions:
+    """Validate Runner keyword options strictly.
+
+    Keys: ``run_timeout`` (ms or ``None``), ``max_llm_calls`` (32), ``max_tool_rounds`` (16), ``streaming_mode``
+    (``none``/``text``/``content``), ``max_stream_output_bytes`` (16 MiB, at most 64 MiB), ``tool_execution``
+    (``{"mode": "serial"|"parallel", "max_concurrency": n, "tool_timeout": ms}``), ``context_policy`` (see
+    :class:`~adk_actors.agents.context.ContextPolicy`), ``admission_control`` (``{"overflow", "queue_timeout"}``),
+    ``runtime_policy`` (see :class:`~adk_actors.policy.RuntimePolicy`).
+
+    Raises:
+        ConfigError: ``unknown_key`` or ``invalid_value`` with ``details["key"]``; ``context_compress_unsupported``.
+    """
+    known = {
+        "run_timeout",
+        "max_llm_calls",
+        "max_tool_rounds",
+        "streaming_mode",
+        "max_stream_output_bytes",
+        "tool_execution",
+        "context_policy",
+        "admission_control",
+        "runtime_policy",
+    }
+    unknown = sorted(k for k in options if k not in known)
+    if unknown:
+        raise ConfigError("unknown Runner option", reason="unknown_key", details={"key": unknown[0]})
+    mode = options.get("streaming_mode", "none")
+    if mode not in _STREAMING_MODES:
+        raise ConfigError(
+            "streaming_mode must be none, text or content", reason="invalid_value", details={"key": "streaming_mode"}
+        )
+    tool_execution = options.get("tool_execution")
+    tools = _strict({} if tool_execution is None else tool_execution, "tool_execution", _TOOL_EXECUTION_KEYS)
+    tool_mode = tools.get("mode", "parallel")
+    if tool_mode not in ("serial", "parallel"):
+        raise ConfigError(
+            "tool_execution.mode must be serial or parallel",
+            reason="invalid_value",
+            details={"key": "tool_execution.mode"},
+        )
+    admission = options.get("admission_control")
+    if admission is not None:
+        admission = dict(_strict(admission, "admission_control", _ADMISSION_KEYS))
+        if admission.get("overflow", "reject") not in ("reject", "queue"):
+            raise ConfigError(
+                "admission_control.overflow must be reject or queue",
+                reason="invalid_value",
+                details={"key": "admission_control.overflow"},
+            )
+        _int(admission.get("queue_timeout", 0), "admission_control.queue_timeout", minimum=0)
+    policy = options.get("runtime_policy")
+    if policy is not None and not isinstance(policy, RuntimePolicy):
+        policy = RuntimePolicy.from_config(policy)
+    context = options.get("context_policy")
+    if not isinstance(context, ContextPolicy):
+        context = ContextPolicy.from_config(context)
+    return RunnerOptions(
+        run_timeout_ms=_int(options.get("run_timeout"), "run_timeout", none=True, maximum=MAX_RUN_TIMEOUT_MS),
+        max_llm_calls=_int(options.get("max_llm_calls", 32), "max_llm_calls"),
+        max_tool_rounds=_int(options.get("max_tool_rounds", 16), "max_tool_rounds", minimum=0),
+        streaming_mode=mode,
+        max_stream_output_bytes=_int(
+            options.get("max_stream_output_bytes", DEFAULT_MAX_STREAM_OUTPUT_BYTES),
+            "max_stream_output_bytes",
+            maximum=MAX_STREAM_OUTPUT_BYTES,
+        ),
+        tool_mode=tool_mode,
+        max_concurrency=_int(tools.get("max_concurrency", 8), "tool_execution.max_concurrency"),
+        tool_timeout_ms=_int(
+            tools.get("tool_timeout"), "tool_execution.tool_timeout", none=True, maximum=MAX_RUN_TIMEOUT_MS
+        ),
+        context_policy=context,
+        admission=admission,
+        runtime_policy=policy,
+    )
