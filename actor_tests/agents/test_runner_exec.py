@@ -1,5 +1,6 @@
-"""The agent under a Runner (``agents/runner_exec.py``): ``history_policy`` reads the session's events, and
-sub-agents' and ``AgentTool`` targets' ``output_key`` values are committed through the caller's session."""
+"""The agent under a Runner (the session part of ``agents/turn/engine.py``): ``history_policy`` reads the session's
+events, and sub-agents' and ``AgentTool`` targets' ``output_key`` values are committed through the caller's
+session."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@
     runs.wait(run_id)                                              # -> runs.Completed(output)
 
 A Runner is a picklable value (agent name, app name, session service descriptor, validated options); every call
-is one invocation executed by the agent actor in the queue of its session (see ``agents/runner_exec.py``).
+is one invocation executed by the agent actor in the queue of its session (see ``agents/turn/engine.py``).
 """
 
 from adk_actors.runner.core import Runner, RunnerBody

@@ -1,4 +1,5 @@
-"""Public test helpers: ports, process checks, and probe actors, so users test their agents the way we do."""
+"""Public test helpers: ports, process checks, probe actors, and agent turns in process with a scripted model
+(:mod:`adk_actors.testing.turns`), so users test their agents the way we do."""
 
 from __future__ import annotations
 
@@ -7,8 +8,32 @@ import random
 import socket
 
 from adk_actors.runtime.system import group_pids, port_listening
+from adk_actors.testing.turns import (
+    AgentCall,
+    ModelRequest,
+    ScriptedModel,
+    ToolCall,
+    TurnHarness,
+    TurnOutcome,
+    function_call,
+    run_turn,
+)
 
-__all__ = ["CrossProcessCounter", "free_port", "group_pids", "port_listening", "reserved_port"]
+__all__ = [
+    "AgentCall",
+    "CrossProcessCounter",
+    "ModelRequest",
+    "ScriptedModel",
+    "ToolCall",
+    "TurnHarness",
+    "TurnOutcome",
+    "free_port",
+    "function_call",
+    "group_pids",
+    "port_listening",
+    "reserved_port",
+    "run_turn",
+]
 
 # Admin ports for tests come from a range below the kernel's ephemeral range (32768-60999 by default), so an
 # outgoing connection can never be handed a port a test is about to listen on.

@@ -221,7 +221,6 @@ class AgentPlan:
         return copied
 
 
-
 @dataclass(slots=True)
 class Conversation:
     """The agent's compatibility conversation, shared by its ``prompt`` turns (one at a time: one queue)."""
@@ -348,6 +347,13 @@ class Turn:
         return "runner" if self.session is not None else "prompt" if self.conversation is not None else "invoke"
 
     @property
+    def _runner(self) -> _Session:
+        """The Runner part of the turn, on a path only a Runner invocation takes."""
+        if self.session is None:
+            raise AssertionError("a Runner step of a turn that is not a Runner invocation")
+        return self.session
+
+    @property
     def turn_id(self) -> str | None:
         """The Runner invocation's turn id (``None`` off a Runner)."""
         return self.session.request.turn_id if self.session is not None else None
@@ -461,8 +467,7 @@ class Turn:
 
     # ---- start: admission, session, conversation, input ---------------------------------------------------------
     def _admit(self) -> None:
-        session = self.session
-        assert session is not None
+        session = self._runner
         admission = session.request.options.admission
         if admission is None:
             self._load_session()
@@ -558,8 +563,7 @@ class Turn:
         self, ops: list[SessionOp], on_done: Callable[[Any, AdkError | None], None], deadline: float | None = None
     ) -> None:
         """Session-service calls of this invocation, in order, as one step (never cancelled half-way)."""
-        session = self.session
-        assert session is not None
+        session = self._runner
         self._out.append(
             SessionCall(
                 id=self._id(on_done, always=True),
@@ -571,8 +575,7 @@ class Turn:
 
     def _load_session(self) -> None:
         """Read the session (creating it), storing the user event in the same step after the input checks."""
-        session = self.session
-        assert session is not None
+        session = self._runner
         ref = session.ref
         load = SessionOp(
             method="create_session",
@@ -628,9 +631,9 @@ class Turn:
 
     # ---- resume -------------------------------------------------------------------------------------------------
     def _resume(self) -> None:
-        session = self.session
-        assert session is not None and session.request.resume is not None
+        session = self._runner
         resume = session.request.resume
+        assert resume is not None
         try:
             found = select_pause(open_pauses(session.events, self.state), resume.key)
             pause = found.event.actions.pause
@@ -710,15 +713,13 @@ class Turn:
         """Store ``event`` after every earlier write of this turn, send it to the sink, then call ``then``
         (skipped once the turn is done unless ``always``). ``boundary``: the invocation's final or error event —
         the ``temp:`` state is cleared in the same step."""
-        session = self.session
-        assert session is not None
+        session = self._runner
         session.writes.append(_Write(event.redacted(), expected, then, always, boundary))
         self._pump()
 
     def _stored(self, event: Event) -> None:
         """``event`` is in the session: keep it for the history and send it to the sink."""
-        session = self.session
-        assert session is not None
+        session = self._runner
         session.events.append(event)
         session.sent += 1
         if session.request.sink is not None:
@@ -730,8 +731,7 @@ class Turn:
             )
 
     def _pump(self) -> None:
-        session = self.session
-        assert session is not None
+        session = self._runner
         if session.writing or not session.writes:
             return
         write = session.writes.popleft()
@@ -769,8 +769,7 @@ class Turn:
 
     def _deny(self, decision: Decision, then: Callable[[], None]) -> None:
         """Append the denial's audit event (before the invocation started it is still recorded) and go on."""
-        session = self.session
-        assert session is not None
+        session = self._runner
         record = decision.record(
             invocation_id=self.invocation_id,
             agent=self.spec.name,
@@ -880,8 +879,7 @@ class Turn:
     def _prepare_session_call(self) -> bool:
         """Budgets and the model's history (from the session's events) for the next call of a Runner invocation;
         False (after failing the turn) when refused."""
-        session = self.session
-        assert session is not None
+        session = self._runner
         options = session.request.options
         session.llm_calls += 1
         if session.llm_calls > options.max_llm_calls:
@@ -955,8 +953,7 @@ class Turn:
     def _on_delta(self, batch: tuple[dict[str, Any], dict[str, Any] | None]) -> None:
         """One batch of a stream: a partial event, with the grounding envelope a frame of the batch carried."""
         content, grounding = batch
-        session = self.session
-        assert session is not None
+        session = self._runner
         policy = session.request.options.runtime_policy
         if policy is not None:
             # A batch that takes the stream past the content budget is never stored: the output is denied here.
@@ -1054,8 +1051,7 @@ class Turn:
 
     def _session_answer(self, response: ModelResponse) -> None:
         """A Runner invocation's model answer: its event, then its calls or its final event."""
-        session = self.session
-        assert session is not None
+        session = self._runner
         name = self.spec.name
         if response.function_calls:
             session.approved.clear()  # an approval covers one call of one round, never a later one
@@ -1083,8 +1079,7 @@ class Turn:
     ) -> None:
         """A Runner invocation's final answer (of this agent, or of the agent a tool transferred to): the output
         policy, then the final event, then the result."""
-        session = self.session
-        assert session is not None
+        session = self._runner
         policy = session.request.options.runtime_policy
         if policy is not None:
             decision = policy.check_content("output_content", author, output)
@@ -1486,8 +1481,7 @@ class Turn:
         )
 
     def _unpersisted_parts(self) -> list[dict[str, Any]]:
-        session = self.session
-        assert session is not None
+        session = self._runner
         parts = []
         for index, part in enumerate(self.responses):
             if part is not None and index not in session.persisted:
@@ -1496,8 +1490,7 @@ class Turn:
         return parts
 
     def _tool_event(self, parts: list[dict[str, Any]]) -> Event:
-        session = self.session
-        assert session is not None
+        session = self._runner
         delta, session.state_delta = session.state_delta, {}
         control, session.control = session.control, {}
         return Event.new(
@@ -1513,8 +1506,7 @@ class Turn:
 
     def _pause(self, reason: str, details: dict[str, Any]) -> None:
         """Store the round's answers so far and the pause event; the invocation ends paused (temp state kept)."""
-        session = self.session
-        assert session is not None
+        session = self._runner
         self.groups.clear()
         parts = self._unpersisted_parts()
         if parts:
@@ -1542,8 +1534,7 @@ class Turn:
 
     def _session_end(self, value: Any, error: AdkError | None) -> None:
         """Cancel in-flight work; error event and temp clearing at the boundary; release the permit; answer."""
-        session = self.session
-        assert session is not None
+        session = self._runner
         if session.ending:
             return
         session.ending = True
@@ -1594,13 +1585,15 @@ class Turn:
         spec = self.spec
         conversation = self.conversation
         if error is None and conversation is not None and spec.history_policy == "include":
-            conversation.history = self.history
+            before, conversation.history = conversation.history, self.history
             if spec.session_id is not None:
-                # The answer goes out once the conversation is saved (saves stay in turn order).
+                # The answer goes out once the conversation is saved (saves stay in turn order). A failed save
+                # fails the turn and takes it out of the conversation again, so the agent and its store agree.
                 def saved(_value: Any, save_error: AdkError | None) -> None:
                     if self.answered:
                         return
                     if save_error is not None:
+                        conversation.history = before
                         self._out.append(
                             Log(
                                 level="warning",
