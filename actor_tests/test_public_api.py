@@ -28,6 +28,7 @@ PUBLIC = [
     "EventError",
     "FunctionTool",
     "NameNotFound",
+    "PluginError",
     "PolicyDenied",
     "ProviderError",
     "ProviderHttpError",

@@ -33,6 +33,7 @@ processes as data.
     ├── StorageError                       a store could not be opened / migrated / written
     ├── BudgetExceeded                     a configured budget ran out (max_llm_calls, bytes, steps)
     ├── PolicyDenied                       runtime policy or admission refused the work
+    ├── PluginError                        a Runner plugin halted the run or failed closed (details: plugin, hook)
     ├── RunError                           stable runs
     │   └── RunNotFound                    reason not_found
     ├── RetryExhausted                     retry.execute ran out of attempts or time (last error in details)
@@ -62,6 +63,7 @@ __all__ = [
     "ContentError",
     "EventError",
     "NameNotFound",
+    "PluginError",
     "PolicyDenied",
     "ProviderError",
     "ProviderHttpError",
@@ -389,6 +391,13 @@ class PolicyDenied(AdkError):
     """Runtime policy or admission control refused the work."""
 
     default_reason = "policy_denied"
+
+
+class PluginError(AdkError):
+    """A Runner plugin halted the run (``plugin_halted``) or failed under ``failure_policy="closed"``
+    (``plugin_timeout``, ``memory_limit``, ``plugin_raised``, ...); ``details`` name the plugin and the hook only."""
+
+    default_reason = "plugin_failed"
 
 
 class RunError(AdkError):

@@ -199,7 +199,17 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
     _configured = (log_format, level)
 
 
-LIBRARY_LOGGERS = ("sqlalchemy", "urllib3", "requests", "httpx", "httpcore", "websocket", "Thespian", "thespian")
+LIBRARY_LOGGERS = (
+    "sqlalchemy",
+    "urllib3",
+    "requests",
+    "httpx",
+    "httpcore",
+    "websocket",
+    "Thespian",
+    "thespian",
+    "opentelemetry",
+)
 """Top-level loggers of the libraries a node runs (SQL, HTTP, Thespian's own), held at ``library_log_level``."""
 LIBRARY_LEVEL_ENV = "ADKACTORS_LIBRARY_LOG_LEVEL"
 """Set by the boot process for every process of the node; unset elsewhere (a caller's logging is its own)."""

@@ -9,11 +9,13 @@ opens and migrates a configured SQL session store in the boot process, so a back
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from typing import Any
 
 from adk_actors.admission.actor import ADMISSION_NAME
 from adk_actors.admission.logic import AdmissionConfig
+from adk_actors.observability import setup as observability_setup
 from adk_actors.runs.actor import INDEX_NAME as RUN_INDEX
 from adk_actors.runtime import children as runtime_children
 from adk_actors.runtime.supervisor import ChildSpec
@@ -73,6 +75,9 @@ def preflight(settings: Settings) -> None:
     """
     runtime_children.preflight(settings)
     session_service_for(settings).close()
+    # Runs in the boot process before the node's processes fork: each of them inherits the span export settings
+    # and configures its exporter on its first span (docs/OBSERVABILITY.md).
+    os.environ.update(observability_setup.node_environment(settings))
 
 
 def session_service(settings: Settings | None = None) -> BaseSessionService:
@@ -91,7 +96,13 @@ def start(settings: Settings | None = None, *, owned: bool | None = None, **over
         StorageError: the configured session backend cannot initialize.
         SystemNotRunning: the system failed to boot.
     """
-    return _runtime_start(settings, owned=owned, node=COMPOSER, **overrides)
+    handle = _runtime_start(settings, owned=owned, node=COMPOSER, **overrides)
+    try:
+        observability_setup.configure_from_settings(handle.settings)  # this process's spans (Runner.run's caller)
+    except BaseException:
+        handle.stop()
+        raise
+    return handle
 
 
 @contextlib.contextmanager

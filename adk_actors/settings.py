@@ -12,10 +12,12 @@ Units follow the reference: ``*_ms`` settings are milliseconds, ``*_s`` settings
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
 import math
 import os
 import tomllib
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +26,7 @@ from typing import Any, Literal, get_args, get_type_hints
 from adk_actors.errors import ConfigError
 from adk_actors.secrets import Secret
 
-__all__ = ["ENV_PREFIX", "INTERNAL_ENV", "Settings", "load_settings"]
+__all__ = ["ENV_PREFIX", "INTERNAL_ENV", "Settings", "check_otel_endpoint", "load_settings"]
 
 ENV_PREFIX = "ADK_"
 # Variables adk_actors sets for its own processes; not settings, so the strict check skips them.
@@ -95,6 +97,20 @@ class Settings:
     max_queue: int = 1024
     default_queue_timeout: int = 30000
     """Admission control: milliseconds a queued request waits before admission_timeout."""
+    otel_endpoint: str = ""
+    """Observability: base URL of an OTLP/HTTP collector (``http://127.0.0.1:4318``; ``/v1/traces`` is added);
+    empty (or ``None``) turns span export off. ``http`` only to a loopback host, else ``https``; no credentials in
+    the URL (see :func:`check_otel_endpoint`)."""
+    otel_service_name: str = "adk_actors"
+    """Observability: the ``service.name`` resource attribute of the node's spans."""
+    otel_resource_attributes: Mapping[str, str | int | float | bool] = field(default_factory=dict)
+    """Observability: more resource attributes (``deployment.environment.name``, ...); ``service.name`` is
+    ``otel_service_name``'s."""
+    otel_sample_ratio: float = 1.0
+    """Observability: fraction of new traces exported, 0..1, decided on the trace id (a caller's unsampled trace
+    stays unsampled)."""
+    otel_max_queue: int = 2048
+    """Observability: spans a process holds for export at most; past it new spans are dropped and counted."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Reserved for later issues' sections; must be empty today."""
 
@@ -117,6 +133,7 @@ class Settings:
         out.pop("gemini_api_key")
         out["extra"] = dict(self.extra)
         out["agent_limits"] = dict(self.agent_limits)
+        out["otel_resource_attributes"] = dict(self.otel_resource_attributes)
         return out
 
     @classmethod
@@ -134,6 +151,7 @@ class Settings:
         out["gemini_api_key"] = "set" if self.gemini_api_key else "unset"
         out["extra"] = dict(self.extra)
         out["agent_limits"] = dict(self.agent_limits)
+        out["otel_resource_attributes"] = dict(self.otel_resource_attributes)
         return out
 
 
@@ -144,6 +162,56 @@ _HINTS = get_type_hints(Settings)
 
 def _as_dict(s: Settings) -> dict[str, Any]:
     return {name: getattr(s, name) for name in _FIELDS}
+
+
+MAX_ENDPOINT_CHARS = 2048
+MAX_OTEL_QUEUE = 65536
+MAX_RESOURCE_ATTRIBUTES = 64
+MAX_RESOURCE_KEY = 128
+MAX_RESOURCE_VALUE = 256
+
+
+def _is_loopback_host(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_otel_endpoint(url: str) -> str:
+    """Validate an OTLP/HTTP collector URL and return it.
+
+    ``https`` anywhere; plain ``http`` only to a loopback host (``localhost``, 127.0.0.0/8, ``[::1]``), because
+    spans would otherwise cross a network unencrypted. No user or password in the URL (send credentials with the
+    standard ``OTEL_EXPORTER_OTLP_HEADERS`` environment variable), no query or fragment.
+
+    Raises:
+        ConfigError: ``invalid_value`` with ``details["key"] == "otel_endpoint"``.
+    """
+
+    def bad(why: str) -> ConfigError:
+        return ConfigError(f"setting 'otel_endpoint': {why}", reason="invalid_value", details={"key": "otel_endpoint"})
+
+    if not isinstance(url, str) or not url or len(url) > MAX_ENDPOINT_CHARS or url != url.strip():
+        raise bad(f"expected a URL of at most {MAX_ENDPOINT_CHARS} characters")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise bad("not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise bad("expected an http:// or https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise bad("credentials do not belong in the URL (use OTEL_EXPORTER_OTLP_HEADERS)")
+    if parts.query or parts.fragment:
+        raise bad("no query or fragment allowed")
+    if port == 0:
+        raise bad("port 0")
+    if parts.scheme == "http" and not _is_loopback_host(parts.hostname):
+        raise bad("plain http is allowed only to a loopback collector; use https for a remote one")
+    return url
 
 
 def _coerce(key: str, value: Any, source: str) -> Any:
@@ -172,6 +240,48 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         ):
             raise bad("expected a mapping of agent name to a positive integer")
         return dict(value)
+    if key == "otel_endpoint":
+        if value is None or value == "":
+            return ""
+        return check_otel_endpoint(value)
+    if key == "otel_service_name":
+        if not isinstance(value, str) or not value.strip() or len(value) > MAX_RESOURCE_VALUE:
+            raise bad(f"expected a non-empty string of at most {MAX_RESOURCE_VALUE} characters")
+        return value
+    if key == "otel_resource_attributes":
+        if from_env and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise bad("expected a JSON object of attribute name to value") from None
+        if not isinstance(value, Mapping) or len(value) > MAX_RESOURCE_ATTRIBUTES:
+            raise bad(f"expected a mapping of at most {MAX_RESOURCE_ATTRIBUTES} attributes")
+        for k, v in value.items():
+            if not isinstance(k, str) or not k or len(k) > MAX_RESOURCE_KEY or k == "service.name":
+                raise bad(f"attribute names are 1..{MAX_RESOURCE_KEY} characters; service.name is otel_service_name")
+            if not isinstance(v, str | int | float | bool) or (isinstance(v, str) and len(v) > MAX_RESOURCE_VALUE):
+                raise bad(f"attribute values are strings of at most {MAX_RESOURCE_VALUE} characters or numbers")
+            if isinstance(v, float) and not math.isfinite(v):
+                raise bad("attribute values must be finite")
+        return dict(value)
+    if key == "otel_sample_ratio":
+        if from_env and isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise bad("expected a number") from None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+            raise bad("expected a number from 0 to 1")
+        return float(value)
+    if key == "otel_max_queue":
+        if from_env and isinstance(value, str):
+            try:
+                value = int(value)
+            except ValueError:
+                raise bad("expected an integer") from None
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_OTEL_QUEUE:
+            raise bad(f"expected an integer from 1 to {MAX_OTEL_QUEUE}")
+        return value
     if key == "extra":
         if not isinstance(value, Mapping) or value:
             raise bad("no extra settings are defined yet")
@@ -275,6 +385,7 @@ def _read_file(path: Path) -> dict[str, Any]:
             "gemini",
             "agents",
             "admission",
+            "observability",
         }:
             for inner, inner_value in value.items():
                 if inner in flat:

@@ -64,13 +64,29 @@ def _examples() -> dict[str, Any]:
     """Values whose fields the sampler cannot invent (validated in ``__post_init__``, or derived from each other)."""
     from adk_actors.agents.agent import Agent
     from adk_actors.content.parts import FileDataPart, InlineDataPart
+    from adk_actors.observability.trace import TraceContext
+    from adk_actors.plugins.descriptors import compile_plugins
     from adk_actors.schema import compile_schema
+
+    pipeline = compile_plugins(
+        [
+            {
+                "id": "meta",
+                "plugin": "adk_actors.plugins.builtins:MetadataLogger",
+                "mode": "observe",
+                "failure_policy": "open",
+            }
+        ]
+    )
 
     return {
         "Agent": Agent(name="Sampled", instruction="Answer briefly."),
         "FileDataPart": FileDataPart(mime_type="image/png", uri="gs://bucket/picture.png"),
         "InlineDataPart": InlineDataPart(mime_type="image/png", data="aGVsbG8="),
         "CompiledSchema": compile_schema({"type": "object", "properties": {"n": {"type": "integer"}}}),
+        "TraceContext": TraceContext("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"),
+        "PluginDescriptor": pipeline.plugins[0],
+        "PluginPipeline": pipeline,
     }
 
 

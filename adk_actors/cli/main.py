@@ -3,7 +3,7 @@
 * ``adk --version``
 * ``adk emulator ...`` — the Gemini emulator (``adk_actors.emulator.cli``, docs/EMULATOR.md)
 * ``adk status [--port N]`` — the supervision tree of a running system as JSON, with the node's session
-  durability guarantee (``session_backend``)
+  durability guarantee (``session_backend``) and its metrics in compact form (``metrics``)
 * ``adk doctor`` — :mod:`adk_actors.cli.doctor`
 * ``adk config validate FILE`` — :mod:`adk_actors.cli.config_cmd`
 * ``adk run --config FILE --message TEXT`` — :mod:`adk_actors.cli.run_cmd`
@@ -25,7 +25,7 @@ from typing import Any
 from adk_actors import __version__
 from adk_actors.cli import config_cmd, console, doctor, run_cmd, shell
 
-__all__ = ["build_parser", "main", "session_guarantee"]
+__all__ = ["build_parser", "main", "node_metrics", "session_guarantee"]
 
 EXIT_INTERRUPTED = 130
 
@@ -37,14 +37,32 @@ def _status(args: argparse.Namespace) -> int:
 
     try:
         handle = attach(args.port, load_settings(), make_default=False)
-        tree = handle.tree()
-        handle.detach()
+        try:
+            tree = handle.tree()
+            metrics = node_metrics(handle)
+        finally:
+            handle.detach()
     except AdkError as err:
         print(json.dumps({"ok": False, "error": err.to_dict()}), file=sys.stderr)
         return 1
     tree["session_backend"] = session_guarantee(tree)
+    tree["metrics"] = metrics
     print(json.dumps(_strip(tree), indent=2, sort_keys=True, default=str))
     return 0
+
+
+def node_metrics(handle: Any) -> dict[str, Any]:
+    """The node's metrics in the compact form of ``adk status`` (:func:`adk_actors.observability.metrics.compact`:
+    counters by label series, histograms as count/sum/max), or ``{"unavailable": reason}`` when the node has no
+    telemetry hub or it does not answer."""
+    from adk_actors.errors import AdkError
+    from adk_actors.observability import snapshot
+    from adk_actors.observability.metrics import compact
+
+    try:
+        return compact(snapshot(handle))
+    except AdkError as err:
+        return {"unavailable": err.reason}
 
 
 def session_guarantee(tree: dict[str, Any]) -> dict[str, Any]:

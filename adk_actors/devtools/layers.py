@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "artifacts": 3,
     "plugins": 3,
     "telemetry": 3,
+    "observability": 3,
     "storage": 3,
     "auth": 3,
     "context": 3,

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Attach", "Detach", "Emit", "TelemetryDelivery", "TelemetryEvent"]
+from adk_actors.runtime.messages import Request
+
+__all__ = ["Attach", "Detach", "Emit", "GetMetrics", "TelemetryDelivery", "TelemetryEvent"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,3 +50,8 @@ class Detach:
 class TelemetryDelivery:
     handler_id: str
     events: tuple[TelemetryEvent, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetMetrics(Request[dict[str, Any]]):
+    """Ask the hub for its metrics snapshot (``MetricsRegistry.snapshot()``, JSON-safe)."""
