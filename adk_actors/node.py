@@ -96,13 +96,7 @@ def start(settings: Settings | None = None, *, owned: bool | None = None, **over
         StorageError: the configured session backend cannot initialize.
         SystemNotRunning: the system failed to boot.
     """
-    handle = _runtime_start(settings, owned=owned, node=COMPOSER, **overrides)
-    try:
-        observability_setup.configure_from_settings(handle.settings)  # this process's spans (Runner.run's caller)
-    except BaseException:
-        handle.stop()
-        raise
-    return handle
+    return _runtime_start(settings, owned=owned, node=COMPOSER, **overrides)
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,10 @@ from adk_actors.agents.turn.engine import AgentPlan, Conversation, Turn
 from adk_actors.content.canonical import canonical_dumps
 from adk_actors.content.json_values import copy_json
 from adk_actors.errors import ActorCrashed, AdkError, ConfigError, RunError
+from adk_actors.observability.spans import enabled as tracing
+from adk_actors.observability.spans import export_spans
+from adk_actors.plugins.hooks import run_plugin_hook
+from adk_actors.plugins.messages import InvokeInstance
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer, OnReply
 from adk_actors.runtime.workers import CancelJob
@@ -63,6 +68,7 @@ _EXECUTE_TOOL = CallableRef.by_name("adk_actors.agents.toolexec.execute_tool")
 _CHECK_GATE = CallableRef.by_name("adk_actors.agents.toolexec.check_gate")
 _RUN_HOOK = CallableRef.by_name("adk_actors.agents.callbacks.run_hook")
 _RESOLVE = CallableRef.by_name("adk_actors.agents.instructions.resolve_instructions")
+_RUN_PLUGIN = CallableRef.by_name("adk_actors.plugins.hooks.run_plugin_hook")
 _COMPAT_QUEUE = "prompt"
 _TELEMETRY_BATCH_S = 0.02
 
@@ -98,6 +104,8 @@ class AgentActor(GenServer):
         self.turns_done = 0
         self.admitting = False
         self.telemetry_queue: list[TelemetryEvent] = []
+        self.effects: deque[tuple[_Slot, fx.Effect]] = deque()
+        self.running = False
 
     # ---- lifecycle ----------------------------------------------------------------------------------------------
     def init(self, args: Any) -> Any:
@@ -133,7 +141,9 @@ class AgentActor(GenServer):
         plan = self.plan
         assert plan is not None
         if isinstance(request, Prompt):
-            turn = Turn(plan, input=request.input, conversation=self.conversation, outcome=request.outcome)
+            turn = Turn(
+                plan, input=request.input, conversation=self.conversation, outcome=request.outcome, tracing=tracing()
+            )
             self._enqueue(_Slot(ctx, _COMPAT_QUEUE, turn))
             return DEFERRED
         if isinstance(request, Invoke):
@@ -152,6 +162,8 @@ class AgentActor(GenServer):
                 state=request.state,
                 root_global=request.root_global_instruction,
                 commit=request.commit,
+                trace=request.trace,
+                tracing=tracing(),
             )
             self._enqueue(_Slot(ctx, queue, turn))
             return DEFERRED
@@ -159,7 +171,7 @@ class AgentActor(GenServer):
             if request.sink is not None:  # the run watches this process: if it dies, the run fails at once
                 self.send_to(request.sink, TurnAccepted(turn_id=request.turn_id, pid=os.getpid()))
             scope = {"app_name": request.app_name, "user_id": request.user_id, "session_id": request.session_id}
-            turn = Turn(plan, input=request.input, scope=scope, runner=request)
+            turn = Turn(plan, input=request.input, scope=scope, runner=request, tracing=tracing())
             self._enqueue(_Slot(ctx, canonical_dumps([request.app_name, request.user_id, request.session_id]), turn))
             return DEFERRED
         if isinstance(request, Describe):
@@ -210,8 +222,18 @@ class AgentActor(GenServer):
 
     # ---- effects ------------------------------------------------------------------------------------------------
     def _run(self, slot: _Slot, effects: list[fx.Effect]) -> None:
-        for effect in effects:
-            _EXECUTORS[type(effect)](self, slot, effect)
+        """Execute effects in the order turns hand them out (one FIFO, also for effects that an effect executed
+        synchronously — an inline plugin — produced)."""
+        self.effects.extend((slot, effect) for effect in effects)
+        if self.running:
+            return
+        self.running = True
+        try:
+            while self.effects:
+                slot, effect = self.effects.popleft()
+                _EXECUTORS[type(effect)](self, slot, effect)
+        finally:
+            self.running = False
 
     def _back(self, slot: _Slot, effect_id: int) -> OnReply:
         """The callback that feeds effect ``effect_id``'s result back to its turn."""
@@ -238,9 +260,9 @@ class AgentActor(GenServer):
 
     def _call_model(self, slot: _Slot, e: fx.CallModel) -> None:
         if e.streaming == "none":
-            self._io(slot, e.id, blocking.generate, (e.config, e.history, e.tools), e.deadline)
+            self._io(slot, e.id, blocking.generate, (e.config, e.history, e.tools, e.trace), e.deadline)
             return
-        args = (e.config, e.history, e.tools, e.streaming, e.max_stream_bytes)
+        args = (e.config, e.history, e.tools, e.streaming, e.max_stream_bytes, e.trace)
         self._io(slot, e.id, blocking.stream_model, args, e.deadline, on_progress=self._progress(slot, e.id))
 
     def _run_tool(self, slot: _Slot, e: fx.RunTool) -> None:
@@ -252,6 +274,22 @@ class AgentActor(GenServer):
 
     def _run_hook(self, slot: _Slot, e: fx.RunHook) -> None:
         self._job(slot, e.id, _RUN_HOOK, (list(e.callbacks), e.hook, e.args), e.deadline)
+
+    def _run_plugin(self, slot: _Slot, e: fx.RunPlugin) -> None:
+        """A plugin hook: a call to its stateful instance, inline here (opt-in, trusted code: its result goes back
+        at once), or a job in the worker pool."""
+        if e.instance is not None:
+            request = InvokeInstance(hook=e.hook, context=e.context, owner_pid=os.getpid())
+            self.call(e.instance, request, e.deadline, self._back(slot, e.id) if e.id else _ignore)
+        elif e.inline:
+            result = run_plugin_hook(e.plugin, e.config, e.hook, e.context)
+            if e.id:
+                self._run(slot, slot.turn.on(e.id, result, None))
+        else:
+            self._job(slot, e.id, _RUN_PLUGIN, (e.plugin, e.config, e.hook, e.context), e.deadline)
+
+    def _spans(self, slot: _Slot, e: fx.Spans) -> None:
+        export_spans(e.records)
 
     def _resolve(self, slot: _Slot, e: fx.ResolveInstructions) -> None:
         self._job(slot, e.id, _RESOLVE, (e.local, e.global_, e.scope), e.deadline)
@@ -327,6 +365,8 @@ _EXECUTORS: dict[type, Callable[[AgentActor, _Slot, Any], None]] = {
     fx.CheckGate: AgentActor._check_gate,
     fx.RunHook: AgentActor._run_hook,
     fx.ResolveInstructions: AgentActor._resolve,
+    fx.RunPlugin: AgentActor._run_plugin,
+    fx.Spans: AgentActor._spans,
     fx.CallAgent: AgentActor._call_agent,
     fx.AcquirePermit: AgentActor._acquire,
     fx.ReleasePermit: AgentActor._release_permit,

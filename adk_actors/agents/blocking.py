@@ -10,12 +10,17 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from adk_actors.agents.spec import LEGACY_APP
-from adk_actors.errors import BudgetExceeded, SessionNotFound
+from adk_actors.errors import AdkError, BudgetExceeded, SessionNotFound
 from adk_actors.models import ModelResponse, generate_response, stream_content
 from adk_actors.models import stream as stream_text
+from adk_actors.models.outbound import TRACEPARENT
+from adk_actors.observability import semconv
+from adk_actors.observability.spans import enabled, export_spans, span_start
+from adk_actors.observability.trace import parse_traceparent
 from adk_actors.runtime.threadtimers import thread_timers
 from adk_actors.sessions.messages import SessionOp
 
@@ -26,10 +31,62 @@ _BATCH_SECONDS = 0.05
 
 
 def generate(
-    token: Any, config: dict[str, Any], history: list[dict[str, Any]], tools: list[dict[str, Any]]
+    token: Any, config: dict[str, Any], history: list[dict[str, Any]], tools: list[dict[str, Any]], trace: str = ""
 ) -> ModelResponse:
-    """One provider call."""
-    return generate_response(config, history, tools, cancel=token)
+    """One provider call, in its model-call span when ``trace`` (the turn's span) is given."""
+    return _traced(trace, config, False, lambda: generate_response(config, history, tools, cancel=token))
+
+
+def _traced(trace: str, config: dict[str, Any], streaming: bool, call: Callable[[], ModelResponse]) -> ModelResponse:
+    """Run a provider call inside a ``chat {model}`` span (GenAI attributes, token usage, no content) whose
+    ``traceparent`` the HTTP request carries; the span goes to this process's exporter when the call ends."""
+    parent = _parent(trace)
+    if parent is None:
+        return call()
+    if not enabled():  # no spans here: the request still carries the caller's trace
+        marker = TRACEPARENT.set(parent.traceparent)
+        try:
+            return call()
+        finally:
+            TRACEPARENT.reset(marker)
+    name, attributes = semconv.model_call(_provider(config), str(config.get("model", "")), streaming=streaming)
+    span = span_start(name, parent, attributes, "client")
+    marker = TRACEPARENT.set(span.context.traceparent)
+    try:
+        response = call()
+    except AdkError as err:
+        export_spans([span.end(status="error", error_type=err.reason[:64])])
+        raise
+    except BaseException as exc:
+        export_spans([span.end(status="error", error_type=type(exc).__name__)])
+        raise
+    finally:
+        TRACEPARENT.reset(marker)
+    usage = response.usage or {}
+    _, measured = semconv.model_call(
+        _provider(config),
+        str(config.get("model", "")),
+        streaming=streaming,
+        input_tokens=usage.get("promptTokenCount"),
+        output_tokens=usage.get("candidatesTokenCount"),
+        finish_reason=response.finish_reason,
+    )
+    export_spans([span.end(status="ok", **measured)])
+    return response
+
+
+def _provider(config: dict[str, Any]) -> str:
+    provider = config.get("provider", "gemini")
+    return provider if isinstance(provider, str) else "custom"
+
+
+def _parent(trace: str) -> Any:
+    if not trace:
+        return None
+    try:
+        return parse_traceparent(trace)
+    except AdkError:
+        return None
 
 
 def session_calls(token: Any, service: Any, ops: tuple[SessionOp, ...]) -> list[Any]:
@@ -129,6 +186,19 @@ class Batcher:
 
 
 def stream_model(
+    token: Any,
+    config: dict[str, Any],
+    history: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    mode: str,
+    max_bytes: int,
+    trace: str = "",
+) -> ModelResponse:
+    """One streamed provider call (batches reported on ``token``), in its model-call span as :func:`generate`."""
+    return _traced(trace, config, True, lambda: _stream(token, config, history, tools, mode, max_bytes))
+
+
+def _stream(
     token: Any,
     config: dict[str, Any],
     history: list[dict[str, Any]],

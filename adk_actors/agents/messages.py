@@ -72,6 +72,8 @@ class Invoke:
     """Set by a delegating agent that runs under a Runner (or below one): this agent's ``output_key`` (and its
     tools' and sub-agents' state writes) are committed by the caller, through the invocation's session, so the
     answer is a :class:`Delegated` instead of the bare output."""
+    trace: str = ""
+    """The ``traceparent`` of the calling agent's span (the sub-agent's spans nest under it), or ``""``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,6 +122,9 @@ class RunnerTurn:
     sink: Any = None
     """Where each persisted event goes as a :class:`TurnEvent` (a run actor), or ``None``."""
     run_id: str = ""
+    trace: str = ""
+    """The W3C ``traceparent`` of the span this invocation's spans nest under (the caller's or the run's), or
+    ``""`` (a new trace). Correlation only, never authorization."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

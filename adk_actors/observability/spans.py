@@ -30,6 +30,7 @@ __all__ = [
     "SPAN_STATUSES",
     "OpenSpan",
     "SpanRecord",
+    "enabled",
     "export_spans",
     "span_start",
     "stats",
@@ -170,23 +171,33 @@ def install(pipeline: Exporting | None) -> Exporting | None:
     return previous
 
 
-def export_spans(records: Sequence[SpanRecord]) -> None:
-    """Hand finished spans to this process's export pipeline. Never raises, never waits on the network: a full
-    queue or a failed export drops and counts (see :func:`stats`). Without a pipeline it costs a global lookup."""
+def _configured() -> Exporting | None:
+    """This process's pipeline, configured from the inherited environment on first use."""
     global _environment_read
-    pipeline = _pipeline
-    if pipeline is None:
-        if _environment_read or not records:
-            return
+    if _pipeline is None and not _environment_read:
         _environment_read = True
         try:
             if _autoconfigure is not None:
                 _autoconfigure()
         except Exception:  # a bad inherited configuration turns export off; it must not fail the caller
-            return
-        pipeline = _pipeline
-        if pipeline is None:
-            return
+            return None
+    return _pipeline
+
+
+def enabled() -> bool:
+    """Whether this process exports spans: producers skip building spans when it does not (one global lookup
+    once the configuration has been read)."""
+    return _configured() is not None
+
+
+def export_spans(records: Sequence[SpanRecord]) -> None:
+    """Hand finished spans to this process's export pipeline. Never raises, never waits on the network: a full
+    queue or a failed export drops and counts (see :func:`stats`). Without a pipeline it costs a global lookup."""
+    if not records:
+        return
+    pipeline = _configured()
+    if pipeline is None:
+        return
     try:
         pipeline.submit(records)
     except Exception:  # never fail the caller: count the records as dropped instead

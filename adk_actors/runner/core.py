@@ -25,6 +25,11 @@ from adk_actors.content.json_values import copy_json
 from adk_actors.content.validation import check_id, check_json, check_optional_id, check_timeout
 from adk_actors.errors import AdkError, ConcurrencyConflict, RunError, ValidationError
 from adk_actors.events import Event
+from adk_actors.observability import semconv
+from adk_actors.observability.spans import enabled as span_export_enabled
+from adk_actors.observability.spans import export_spans, span_start
+from adk_actors.observability.trace import TraceContext, parse_traceparent
+from adk_actors.observability.trace import current as current_trace
 from adk_actors.runs import api as runs_api
 from adk_actors.runs.body import RunContext
 from adk_actors.runs.logic import Cancelled, Completed, Failed, Paused, ReplayGap
@@ -117,8 +122,10 @@ class Runner:
         resume: ResumeSpec | None = None,
         sink: Any = None,
         run_id: str = "",
+        trace: str | None = None,
     ) -> RunnerTurn:
-        """The agent message of one invocation (used by :meth:`run` and by stable runs)."""
+        """The agent message of one invocation (used by :meth:`run` and by stable runs). ``trace``: the
+        ``traceparent`` its spans nest under; ``None``: the caller's current OpenTelemetry span, if any."""
         return RunnerTurn(
             app_name=self.app_name,
             user_id=validate_name(user_id, "user_id"),
@@ -129,6 +136,7 @@ class Runner:
             resume=resume,
             sink=sink,
             run_id=run_id,
+            trace=_caller_trace() if trace is None else trace,
         )
 
     def _ask(self, request: RunnerTurn, timeout: float | None) -> Any:
@@ -250,7 +258,21 @@ class Runner:
             session_id=session_id,
             input=_input(input),
             hosts=self._handle().settings.hosts,
+            trace=_caller_trace(),
         )
+
+
+def _parent_of(traceparent: str) -> TraceContext | None:
+    try:
+        return parse_traceparent(traceparent) if traceparent else None
+    except AdkError:
+        return None
+
+
+def _caller_trace() -> str:
+    """The caller's current OpenTelemetry span as a ``traceparent`` (``""`` without one, or without OpenTelemetry)."""
+    context = current_trace()
+    return context.traceparent if context is not None else ""
 
 
 def events_of(run_id: str, handle: ActorSystemHandle, idle_timeout: float) -> Iterator[Event]:
@@ -290,6 +312,10 @@ class RunnerBody:
     pending: dict[int, Event] = field(default_factory=dict)
     hosts: int = 0
     """The node's host count: the agent is addressed by its inner-actor ref, so a missing agent fails at once."""
+    trace: str = ""
+    """The ``traceparent`` of the span that started the run (the caller's), or ``""``."""
+    span: Any = field(default=None, repr=False)
+    """The run's span while its invocation runs (in the run's process; never pickled with a value)."""
 
     def placement_key(self) -> str:
         """The agent's inner-actor id: stable runs of this body are placed on the agent's host (``runs.start``)."""
@@ -301,8 +327,20 @@ class RunnerBody:
         return agent_ref(self.runner.agent_name, self.hosts)
 
     def start(self, run: RunContext) -> None:
+        trace = self.trace
+        if span_export_enabled() and self.runner.options.observability:
+            name, attributes = semconv.run(self.runner.agent_name, run.run_id)
+            attributes = {**attributes, **self.runner.options.span_attributes}
+            self.span = span_start(name, _parent_of(self.trace), attributes, "internal")
+            trace = self.span.context.traceparent
         request = self.runner.turn(
-            self.user_id, self.session_id, input=self.input, resume=self.resume, sink=run.ref, run_id=run.run_id
+            self.user_id,
+            self.session_id,
+            input=self.input,
+            resume=self.resume,
+            sink=run.ref,
+            run_id=run.run_id,
+            trace=trace,
         )
         self.turn_id = request.turn_id
         # If this run's host dies, the index stops the invocation (and so frees its admission permit).
@@ -341,6 +379,9 @@ class RunnerBody:
         self._settle(run)
 
     def _answered(self, run: RunContext, value: Any, error: AdkError | None) -> None:
+        if self.span is not None:  # the run's span: from the start of the invocation to its answer
+            export_spans([self.span.end(error_type=error.reason[:64] if error is not None else None)])
+            self.span = None
         if run.done:
             return
         if error is not None:
@@ -374,6 +415,7 @@ class RunnerBody:
             session_id=self.session_id,
             resume=ResumeSpec(key=pause.continuation_id, response=response),
             hosts=self.hosts,
+            trace=_caller_trace(),
         )
 
 

@@ -32,9 +32,11 @@ __all__ = [
     "Reply",
     "ResolveInstructions",
     "RunHook",
+    "RunPlugin",
     "RunTool",
     "SaveConversation",
     "SessionCall",
+    "Spans",
     "Telemetry",
 ]
 
@@ -51,6 +53,9 @@ class CallModel:
     deadline: float
     streaming: str = "none"
     max_stream_bytes: int = 0
+    trace: str = ""
+    """The ``traceparent`` of the turn's span: the model call's span (at the HTTP boundary) nests under it and the
+    request carries it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,6 +103,24 @@ class RunHook:
     callbacks: tuple[str | bytes, ...]
     args: list[Any] = field(repr=False)
     deadline: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunPlugin:
+    """Run one Runner plugin's hook (``adk_actors.plugins.hooks.run_plugin_hook``): in the worker pool, in the
+    agent's own process when ``inline``, or as a call to the stateful plugin ``instance`` (its registered name).
+    The result is the normalized hook result (``{"action", "value"?, "reason"?}``). ``id`` 0: a notification,
+    fire and forget."""
+
+    id: int
+    plugin_id: str
+    hook: str
+    plugin: str | bytes = field(repr=False)
+    config: dict[str, Any] = field(repr=False)
+    context: dict[str, Any] = field(repr=False)
+    deadline: float
+    inline: bool = False
+    instance: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,6 +217,14 @@ class Telemetry:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Spans:
+    """Finished spans of the turn (:class:`~adk_actors.observability.spans.SpanRecord`), for this process's
+    exporter (a no-op when export is off)."""
+
+    records: tuple[Any, ...] = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Log:
     level: str
     message: str
@@ -219,6 +250,7 @@ Effect: TypeAlias = (
     | RunTool
     | CheckGate
     | RunHook
+    | RunPlugin
     | ResolveInstructions
     | CallAgent
     | AcquirePermit
@@ -229,6 +261,7 @@ Effect: TypeAlias = (
     | Notify
     | Cancel
     | Telemetry
+    | Spans
     | Log
     | Reply
     | Fail

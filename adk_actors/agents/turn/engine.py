@@ -62,9 +62,11 @@ from adk_actors.agents.turn.effects import (
     Reply,
     ResolveInstructions,
     RunHook,
+    RunPlugin,
     RunTool,
     SaveConversation,
     SessionCall,
+    Spans,
     Telemetry,
 )
 from adk_actors.agents.turn.pauses import (
@@ -101,6 +103,10 @@ from adk_actors.errors import (
 from adk_actors.events import Event, EventActions
 from adk_actors.models import ModelResponse, as_response
 from adk_actors.models.results import check_response
+from adk_actors.observability import semconv
+from adk_actors.observability.spans import OpenSpan, SpanRecord, span_start
+from adk_actors.observability.trace import TraceContext, parse_traceparent
+from adk_actors.plugins.pipeline import interpret
 from adk_actors.policy import Decision
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.schema import compile_schema
@@ -182,6 +188,40 @@ def _as_response(value: str | dict[str, Any]) -> ModelResponse:
         return as_response(value)
     except (TypeError, AdkError):
         return as_response("")
+
+
+def _tool_failure(value: Any, error: AdkError | None) -> str | None:
+    """The reason a tool job failed (its error, or the reason of a failed function response), for its span."""
+    if error is not None:
+        return error.reason
+    response = value.get("response") if isinstance(value, dict) else None
+    failure = response.get("error") if isinstance(response, dict) and set(response) == {"error"} else None
+    return str(failure.get("reason", "tool_error"))[:64] if isinstance(failure, dict) else None
+
+
+def _parent(traceparent: str) -> TraceContext | None:
+    """The parent span of a turn: a well-formed ``traceparent``, else none (the turn starts a trace)."""
+    if not traceparent:
+        return None
+    try:
+        return parse_traceparent(traceparent)
+    except AdkError:
+        return None
+
+
+def _content_of(output: Any) -> Any:
+    """An output as event content: text becomes one text part; a content dict is itself."""
+    return {"schema_version": 1, "parts": [{"type": "text", "text": output}]} if isinstance(output, str) else output
+
+
+def _response_view(response: ModelResponse) -> dict[str, Any]:
+    """A model answer as hooks see it."""
+    return {
+        "text": response.text,
+        "content": response.content,
+        "function_calls": [dict(c) for c in response.function_calls],
+        "finish_reason": response.finish_reason,
+    }
 
 
 def _denied(decision: Decision) -> PolicyDenied:
@@ -281,6 +321,8 @@ class Turn:
         runner: the Runner invocation this turn runs.
         ancestry, state, root_global, commit: an ``invoke`` (see :class:`~adk_actors.agents.messages.Invoke`).
         outcome: answer a :class:`~adk_actors.agents.messages.PromptOutcome`.
+        trace: the ``traceparent`` of the caller's span (a Runner invocation's own comes with it).
+        tracing: record spans (``Spans`` effects) for this turn.
         clock: the monotonic clock deadlines are computed with.
     """
 
@@ -297,6 +339,8 @@ class Turn:
         root_global: Any = None,
         commit: bool = False,
         outcome: bool = False,
+        trace: str = "",
+        tracing: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.plan = plan
@@ -311,6 +355,14 @@ class Turn:
         self.commit = commit
         self.outcome = outcome
         self.clock = clock
+        self.parent_trace = trace or (runner.trace if runner is not None else "")
+        """The ``traceparent`` this turn's spans nest under (``""``: the turn starts a trace)."""
+        self.tracing = tracing and (runner is None or runner.options.observability)
+        """Record spans (the runner's process exports them, and a Runner's ``observability`` is not disabled)."""
+        self.span: OpenSpan | None = None
+        """The turn's ``invoke_agent`` span while it runs."""
+        self.open_spans: dict[Any, OpenSpan] = {}
+        self.spans: list[SpanRecord] = []
         self.invocation_id = uuid.uuid4().hex
         self.config: dict[str, Any] = {}
         self.history: list[dict[str, Any]] = []
@@ -328,6 +380,10 @@ class Turn:
         self.started = 0.0
         self.model_started = 0.0
         self.tool_started: dict[int, float] = {}
+        self.call_args: dict[int, dict[str, Any]] = {}
+        """The validated arguments each call of the round ran with (for the plugins' ``after_tool`` context)."""
+        self.tool_failures: dict[str, int] = {}
+        """Failed calls per tool name in this invocation (``on_tool_error`` contexts' ``tool_failures``)."""
         self.telemetry: list[TelemetryEvent] = []
         self.delta: dict[str, Any] = {}
         """State written below a ``commit`` turn (its sub-agents' ``output_key`` values, its tools' state writes),
@@ -368,6 +424,11 @@ class Turn:
             limit = self.session.request.options.run_timeout_ms
         self.deadline = min(caller_deadline, now + ms(limit), now + HORIZON_S)
         self.started = now
+        if self.tracing:
+            name, attributes = semconv.agent_invocation(spec.name, conversation_id=self.scope.get("session_id") or None)
+            if self.session is not None:
+                attributes = {**attributes, **self.session.request.options.span_attributes}
+            self.span = span_start(name, _parent(self.parent_trace), attributes, "internal")
         self._emit("agent.prompt.start", {})
         if self.session is not None:
             self._admit()
@@ -437,6 +498,21 @@ class Turn:
             )
         )
 
+    @property
+    def trace(self) -> str:
+        """The ``traceparent`` of the turn's span (what its model calls and sub-agents nest under); without spans, the
+        caller's, so the trace still travels (``""``: none)."""
+        return self.span.context.traceparent if self.span is not None else self.parent_trace
+
+    def _child_span(self, key: Any, name: str, attributes: dict[str, Any], kind: str = "internal") -> None:
+        if self.span is not None:
+            self.open_spans[key] = span_start(name, self.span.context, attributes, kind)
+
+    def _end_span(self, key: Any, error: str | None = None) -> None:
+        span = self.open_spans.pop(key, None)
+        if span is not None:
+            self.spans.append(span.end(status="error" if error else "ok", error_type=error))
+
     def _bounded(self) -> float | None:
         """The deadline of the next step, or ``None`` (after failing the turn) when the turn's time is up."""
         now = self.clock()
@@ -470,10 +546,11 @@ class Turn:
         session = self._runner
         admission = session.request.options.admission
         if admission is None:
-            self._load_session()
+            self._pre_run()
             return
 
         def granted(permit: Any, error: AdkError | None) -> None:
+            self._end_span("admission", error.reason if error is not None else None)
             if error is not None:
                 if self.done:
                     return
@@ -489,8 +566,9 @@ class Turn:
             if self.done:  # cancelled while queued for admission
                 self._release_permit()
                 return
-            self._load_session()
+            self._pre_run()
 
+        self._child_span("admission", *semconv.admission_wait(self.spec.name))
         self._out.append(
             AcquirePermit(
                 id=self._id(granted, always=True),
@@ -626,8 +704,18 @@ class Turn:
             else:
                 self._resolve_instructions()
 
-        ops = [load] if user is None else [load, SessionOp(method="add_event", args=(ref, user))]
-        self._session_call(ops, loaded, deadline=min(self.deadline, self.clock() + _WRITE_TIMEOUT_S))
+        def issue(event: Event | None) -> None:
+            nonlocal user
+            if user is not None and event is None:
+                return  # an on_event plugin halted the turn before anything was stored
+            user = event
+            ops = [load] if user is None else [load, SessionOp(method="add_event", args=(ref, user))]
+            self._session_call(ops, loaded, deadline=min(self.deadline, self.clock() + _WRITE_TIMEOUT_S))
+
+        if user is None:
+            issue(None)
+        else:
+            self._event_hook(user, issue)
 
     # ---- resume -------------------------------------------------------------------------------------------------
     def _resume(self) -> None:
@@ -736,6 +824,16 @@ class Turn:
             return
         write = session.writes.popleft()
         session.writing = True
+        self._event_hook(write.event, partial(self._write, write))
+
+    def _write(self, write: _Write, event: Event | None) -> None:
+        """Store one event (``None``: an ``on_event`` plugin halted the turn, the event is not stored)."""
+        session = self._runner
+        if event is None:
+            session.writing = False
+            self._pump()
+            return
+        write.event = event
 
         def written(_seq: Any, error: AdkError | None) -> None:
             session.writing = False
@@ -776,6 +874,164 @@ class Turn:
             **({"run_id": session.request.run_id} if session.request.run_id else {}),
         )
         self._persist(audit_event(invocation_id=self.invocation_id, record=record), then)
+
+    # ---- Runner plugins -----------------------------------------------------------------------------------------
+    def _has(self, hook: str) -> bool:
+        """Whether a plugin of this Runner defines ``hook`` (plugins exist only on Runner invocations)."""
+        plugins = self.session.request.options.plugins if self.session is not None else None
+        return plugins is not None and bool(plugins.for_hook(hook))
+
+    def _hook_context(self, hook: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+        session = self._runner
+        return {
+            "hook": hook,
+            "run_id": session.request.run_id,
+            "invocation_id": self.invocation_id,
+            **self.scope,
+            "agent": self.spec.name,
+            **extra,
+        }
+
+    def _hook(
+        self,
+        hook: str,
+        extra: Mapping[str, Any],
+        slot: str | None,
+        then: Callable[[str, Any], None],
+        *,
+        always: bool = False,
+    ) -> None:
+        """Run the Runner's plugins for ``hook`` in order, then ``then(kind, value)``: ``"continue"`` (nothing
+        changed; ``value`` is the slot's value), ``"amend"`` (``value``: the slot's amended value, validated) or
+        ``"return"`` (a plugin returned ``value``: later plugins and the agent's own callback are skipped). A halt,
+        or a failure under ``failure_policy="closed"``, fails the turn with a structural ``PluginError``; a failure
+        under ``"open"`` is counted (``plugin.failed``) and the next plugin runs.
+
+        ``always``: a chain the turn's own end must not strand (the ``on_event`` hooks of the write pipeline): no turn
+        deadline check, results taken after the turn is done (the rest of the chain is then skipped), and a halt
+        reaches ``then("halt", None)`` after failing the turn."""
+        plugins = self._runner.request.options.plugins
+        chain = plugins.for_hook(hook) if plugins is not None else ()
+        self._next_plugin(hook, chain, 0, dict(extra), slot, then, False, always)
+
+    def _next_plugin(
+        self,
+        hook: str,
+        chain: tuple[Any, ...],
+        index: int,
+        extra: dict[str, Any],
+        slot: str | None,
+        then: Callable[[str, Any], None],
+        amended: bool,
+        always: bool,
+    ) -> None:
+        if index == len(chain) or (always and self.done):
+            then("amend" if amended else "continue", extra.get(slot) if slot else None)
+            return
+        plugin = chain[index]
+        if always:
+            deadline: float | None = self._afterwork_deadline()
+        else:
+            deadline = self._bounded()
+            if deadline is None:
+                return
+
+        def done(value: Any, error: AdkError | None) -> None:
+            step = interpret(plugin, hook, value, error, event=extra.get("event") if hook == "on_event" else None)
+            if step.failure is not None:
+                self._emit("plugin.failed", {}, plugin=plugin.id, hook=hook, reason=str(step.failure.get("reason", "")))
+            if step.kind == "halt":
+                self._finish(None, step.error)
+                if always:
+                    then("halt", None)
+            elif step.kind == "return":
+                then("return", step.value)
+            elif step.kind == "amend" and slot is not None:
+                self._next_plugin(hook, chain, index + 1, {**extra, slot: step.value}, slot, then, True, always)
+            else:
+                self._next_plugin(hook, chain, index + 1, extra, slot, then, amended, always)
+
+        assert deadline is not None
+        deadline = min(deadline, self.clock() + plugin.timeout_ms / 1000)
+        self._out.append(self._plugin_effect(plugin, hook, extra, deadline, self._id(done, always=always)))
+
+    def _event_hook(self, event: Event, then: Callable[[Event | None], None]) -> None:
+        """The ``on_event`` plugins see ``event`` before it is stored; an amendment may change only what
+        :func:`~adk_actors.plugins.pipeline.amend_event` allows (an invalid one is a plugin failure, and the
+        original is stored). ``then(None)``: a plugin halted the turn."""
+        if self.done or not self._has("on_event"):
+            then(event)
+            return
+        original = event.to_dict()
+
+        def decided(kind: str, value: Any) -> None:
+            if kind == "halt":
+                then(None)
+                return
+            if kind == "continue":
+                then(event)
+                return
+            try:
+                amended = Event.from_dict(value)  # interpret() applied amend_event's rules already
+            except AdkError as err:
+                self._emit("plugin.failed", {}, hook="on_event", reason=err.reason[:64])
+                then(event)
+                return
+            then(amended)
+
+        self._hook("on_event", {"event": original}, "event", decided, always=True)
+
+    def _plugin_effect(
+        self, plugin: Any, hook: str, extra: Mapping[str, Any], deadline: float, effect_id: int
+    ) -> RunPlugin:
+        return RunPlugin(
+            id=effect_id,
+            plugin_id=plugin.id,
+            hook=hook,
+            plugin=plugin.plugin,
+            config=plugin.config,
+            context={**self._hook_context(hook, extra), "plugin_id": plugin.id},
+            deadline=deadline,
+            inline=plugin.inline,
+            instance=plugin.instance,
+        )
+
+    def _notify_plugins(self, hook: str, extra: Mapping[str, Any]) -> None:
+        """Best-effort notification hooks (``after_run``, ``on_agent_error``, ``on_run_error``): fire and forget,
+        their results ignored."""
+        plugins = self.session.request.options.plugins if self.session is not None else None
+        for plugin in plugins.for_hook(hook) if plugins is not None else ():
+            deadline = min(self._afterwork_deadline(), self.clock() + plugin.timeout_ms / 1000)
+            self._out.append(self._plugin_effect(plugin, hook, extra, deadline, 0))
+
+    def _pre_run(self) -> None:
+        """Plugins before the session is touched: ``on_user_message`` (may amend the input), ``before_run`` and
+        ``before_agent``; a plugin that returns ends the invocation with that output, nothing stored."""
+        session = self._runner
+        if session.request.resume is None and self._has("on_user_message"):
+            self._hook("on_user_message", {"user_content": self.input}, "user_content", self._user_message)
+            return
+        self._user_message("continue", None)
+
+    def _user_message(self, kind: str, value: Any) -> None:
+        if kind == "return":
+            self._finish(TurnResult(kind="completed", output=value), None)
+            return
+        if kind == "amend":
+            self.input = value
+        self._hook("before_run", {}, None, self._run_decided)
+
+    def _run_decided(self, kind: str, value: Any) -> None:
+        if kind == "return":
+            self._finish(TurnResult(kind="completed", output=value), None)
+            return
+        self._hook("before_agent", {}, None, self._agent_decided)
+
+    def _agent_decided(self, kind: str, value: Any) -> None:
+        if kind == "return":
+            self._finish(TurnResult(kind="completed", output=value), None)
+            return
+        self._load_session()
 
     # ---- instructions -------------------------------------------------------------------------------------------
     def _instruction_sources(self) -> tuple[Any, Any]:
@@ -853,6 +1109,32 @@ class Turn:
             return
         if self.session is not None and not self._prepare_session_call():
             return
+        if self._has("before_model"):
+            request = {
+                "history": self.history,
+                "instructions": self.config.get("instructions", ""),
+                "tools": [d.get("name", "") for d in self.plan.declarations],
+                "model": str(self.config.get("model", "")),
+            }
+            self._hook("before_model", {"request": request}, "request", self._plugin_request)
+            return
+        self._local_before_model()
+
+    def _plugin_request(self, kind: str, value: Any) -> None:
+        """The plugins' ``before_model`` answered: a returned answer skips the model and the agent's callback; an
+        amended request (``history``, ``instructions``) is what the agent's callback and the model get."""
+        if kind == "return":
+            self._on_model(_as_response(value), None, checked=False)
+            return
+        if kind == "amend" and isinstance(value, dict):
+            if isinstance(value.get("history"), list) and value["history"]:
+                self.history = value["history"]
+            if isinstance(value.get("instructions"), str):
+                self.config = {**self.config, "instructions": value["instructions"]}
+        self._local_before_model()
+
+    def _local_before_model(self) -> None:
+        """The agent's own ``before_model`` callbacks (if any), then the provider."""
         deadline = self._bounded()
         if deadline is None:
             return
@@ -924,7 +1206,23 @@ class Turn:
         after = "after_model" in self.spec.callback_hooks
 
         def answered(value: Any, error: AdkError | None) -> None:
-            if after and error is None:
+            if error is None and self._has("after_model"):
+                self._hook(
+                    "after_model", {"response": _response_view(value)}, "response", partial(self._plugin_answer, value)
+                )
+            elif error is not None and self._has("on_model_error"):
+                failure = structural_failure(error)
+                self._hook(
+                    "on_model_error",
+                    {"error": {"reason": failure.reason, "type": type(failure).__name__}},
+                    "recovery",
+                    lambda kind, recovered: (
+                        self._on_model(_as_response(recovered), None, checked=False)
+                        if kind != "continue"
+                        else self._on_model(None, error)
+                    ),
+                )
+            elif after and error is None:
                 self._after_model(value)
             else:
                 self._on_model(value, error)
@@ -947,8 +1245,19 @@ class Turn:
                 deadline=deadline,
                 streaming=streaming,
                 max_stream_bytes=max_bytes,
+                trace=self.trace,
             )
         )
+
+    def _plugin_answer(self, original: ModelResponse, kind: str, value: Any) -> None:
+        """The plugins' ``after_model`` answered: a return skips the agent's ``after_model`` callback; an amendment
+        flows into it. A plugin's answer is validated like a callback's."""
+        response = original if kind == "continue" else _as_response(value)
+        checked = kind == "continue"
+        if kind != "return" and "after_model" in self.spec.callback_hooks:
+            self._after_model(response, checked=checked)
+        else:
+            self._on_model(response, None, checked=checked)
 
     def _on_delta(self, batch: tuple[dict[str, Any], dict[str, Any] | None]) -> None:
         """One batch of a stream: a partial event, with the grounding envelope a frame of the batch carried."""
@@ -976,7 +1285,7 @@ class Turn:
             return
         self._persist(event, lambda: None)
 
-    def _after_model(self, response: ModelResponse) -> None:
+    def _after_model(self, response: ModelResponse, *, checked: bool = True) -> None:
         deadline = self._bounded()
         if deadline is None:
             return
@@ -992,7 +1301,7 @@ class Turn:
             if action == "replace" and isinstance(value, str | dict):
                 self._on_model(_as_response(value), None, checked=False)
             else:
-                self._on_model(response, None)
+                self._on_model(response, None, checked=checked)
 
         self._out.append(
             RunHook(
@@ -1007,11 +1316,13 @@ class Turn:
     def _on_model(self, response: ModelResponse | None, error: AdkError | None, *, checked: bool = True) -> None:
         """A model answer (or its error). ``checked``: the answer came from ``adk_actors.models``, which validated
         it; an answer a callback made is validated here."""
-        self._emit(
-            "agent.model.stop",
-            {"duration_ms": round((self.clock() - self.model_started) * 1000, 3)},
-            outcome="ok" if error is None else error.reason,
-        )
+        measurements: dict[str, Any] = {"duration_ms": round((self.clock() - self.model_started) * 1000, 3)}
+        usage = response.usage if response is not None and error is None else None
+        if usage:
+            for key, name in (("promptTokenCount", "input_tokens"), ("candidatesTokenCount", "output_tokens")):
+                if isinstance(usage.get(key), int) and not isinstance(usage.get(key), bool):
+                    measurements[name] = usage[key]
+        self._emit("agent.model.stop", measurements, outcome="ok" if error is None else error.reason)
         if error is not None or response is None:
             if error is not None:
                 error = structural_failure(error)
@@ -1077,8 +1388,27 @@ class Turn:
     def _final(
         self, author: str, output: Any, content: Any, delta: dict[str, Any], metadata: dict[str, Any] | None = None
     ) -> None:
-        """A Runner invocation's final answer (of this agent, or of the agent a tool transferred to): the output
-        policy, then the final event, then the result."""
+        """A Runner invocation's final answer (of this agent, or of the agent a tool transferred to): the
+        ``after_agent`` plugins (which may amend or replace the output), the output policy, then the final event,
+        then the result."""
+        if not self._has("after_agent"):
+            self._final_checked(author, output, content, delta, metadata)
+            return
+
+        def decided(kind: str, value: Any) -> None:
+            if kind == "continue":
+                self._final_checked(author, output, content, delta, metadata)
+                return
+            changed = dict(delta)
+            if self.spec.output_key and author == self.spec.name and self.spec.output_schema is None:
+                changed[self.spec.output_key] = value
+            self._final_checked(author, value, _content_of(value), changed, None)
+
+        self._hook("after_agent", {"output": output}, "output", decided)
+
+    def _final_checked(
+        self, author: str, output: Any, content: Any, delta: dict[str, Any], metadata: dict[str, Any] | None
+    ) -> None:
         session = self._runner
         policy = session.request.options.runtime_policy
         if policy is not None:
@@ -1254,6 +1584,30 @@ class Turn:
             index, [policy.check_tool(name), policy.check_arguments(name, validated)]
         ):
             return
+        if self._has("before_tool"):
+            context = {"tool": name, "call_id": call.get("id") or "", "args": validated}
+            self._hook("before_tool", context, "args", partial(self._plugin_args, index, tool, entry))
+            return
+        self._tool_path(index, tool, validated, deadline)
+
+    def _plugin_args(self, index: int, tool: ToolSpec, entry: Any, kind: str, value: Any) -> None:
+        """The plugins' ``before_tool`` answered: a returned result answers the call without running the tool; amended
+        arguments are validated against the tool's schema again."""
+        call = self.calls[index]
+        if kind == "return":
+            self._respond(index, tool_result_response(call["name"], call.get("id"), value).to_dict())
+            return
+        try:
+            args = entry.validate_args(value) if kind == "amend" else value
+        except SchemaError as err:
+            self._failed(index, err)
+            return
+        deadline = self._bounded()
+        if deadline is not None:
+            self._tool_path(index, tool, args, deadline)
+
+    def _tool_path(self, index: int, tool: ToolSpec, validated: dict[str, Any], deadline: float) -> None:
+        """A validated call: an ``AgentTool``, or the tool (behind its confirmation under a Runner)."""
         if tool.agent:
             self._call_agent(index, tool.agent, validated, deadline)
             return
@@ -1305,6 +1659,8 @@ class Turn:
 
     def _execute(self, index: int, tool: ToolSpec, args: dict[str, Any], deadline: float) -> None:
         call = self.calls[index]
+        self.call_args[index] = args
+        self._child_span(("tool", index), *semconv.tool_call(call["name"], call.get("id") or ""))
         name, call_id = call["name"], call.get("id")
         self.tool_started[index] = self.clock()
         self._emit("agent.tool.start", {}, tool=name, call_id=str(call_id or ""))
@@ -1335,10 +1691,11 @@ class Turn:
             call_id=str(call.get("id") or ""),
             outcome="ok" if error is None else error.reason,
         )
+        self._end_span(("tool", index), _tool_failure(value, error))
         if error is not None:
             if isinstance(error, AskTimeout) or error.reason == "job_timeout":
                 error = ToolError("the tool passed its deadline", reason="tool_timeout")
-            self._failed(index, error)
+            self._tool_result(index, failed_function_response(call["name"], call.get("id"), error).to_dict())
             return
         if isinstance(value, dict) and STATE_DELTA_KEY in value:
             value = dict(value)
@@ -1354,14 +1711,45 @@ class Turn:
             self._suspend(index, value)
             return
         if not isinstance(value, dict) or value.get("type") != "function_response":
-            self._failed(index, ToolError("the tool result is malformed", reason="invalid_tool_result"))
+            error = ToolError("the tool result is malformed", reason="invalid_tool_result")
+            self._tool_result(index, failed_function_response(call["name"], call.get("id"), error).to_dict())
             return
         policy = self.session.request.options.runtime_policy if self.session is not None else None
         if policy is not None and not self._check(
             index, [policy.check_content("tool_result", call["name"], value.get("response", {}))]
         ):
             return
-        self._respond(index, value)
+        self._tool_result(index, value)
+
+    def _tool_result(self, index: int, part: dict[str, Any]) -> None:
+        """A tool call's function response on its way to the model: through the Runner's ``after_tool`` plugins (or
+        ``on_tool_error`` for a failed call, which may return a recovery result)."""
+        call = self.calls[index]
+        name = call["name"]
+        response = part.get("response")
+        failed = isinstance(response, dict) and set(response) == {"error"}
+        hook = "on_tool_error" if failed else "after_tool"
+        if not self._has(hook):
+            self._respond(index, part)
+            return
+        extra: dict[str, Any] = {"tool": name, "call_id": call.get("id") or "", "args": self.call_args.get(index, {})}
+        if failed:
+            assert isinstance(response, dict)
+            extra.update(error=response["error"], tool_failures=self.tool_failures.get(name, 0))
+            self.tool_failures[name] = self.tool_failures.get(name, 0) + 1
+        else:
+            extra["result"] = response
+
+        def decided(kind: str, value: Any) -> None:
+            if kind == "continue":
+                self._respond(index, part)
+                return
+            try:
+                self._respond(index, tool_result_response(name, call.get("id"), value).to_dict())
+            except AdkError as err:
+                self._failed(index, err)
+
+        self._hook(hook, extra, "recovery" if failed else "result", decided)
 
     def _tool_actions(self, index: int, control: Any) -> bool:
         """Take a tool's control actions (``escalate``, ``transfer_to_agent``); False when the call was failed
@@ -1390,6 +1778,7 @@ class Turn:
             state=self.state,
             root_global_instruction=self._root_global(),
             commit=self.session is not None or self.commit,
+            trace=self.trace,
             **self.scope,
         )
 
@@ -1440,9 +1829,7 @@ class Turn:
             delta: dict[str, Any] = {}
             if isinstance(value, Delegated):
                 delta, value = dict(value.state_delta), value.output
-            content = (
-                {"schema_version": 1, "parts": [{"type": "text", "text": value}]} if isinstance(value, str) else value
-            )
+            content = _content_of(value)
             if self.session is not None:
                 self._final(target, value, content, delta)
                 return
@@ -1543,6 +1930,12 @@ class Turn:
 
         def answer() -> None:
             self._release_permit()
+            if error is None and not paused:
+                self._notify_plugins("after_run", {"output": value.output if isinstance(value, TurnResult) else None})
+            elif error is not None:
+                info = {"error": {"reason": error.reason[:128], "type": type(error).__name__[:128]}}
+                self._notify_plugins("on_agent_error", info)
+                self._notify_plugins("on_run_error", info)
             result = value
             if isinstance(value, TurnResult):
                 result = TurnResult(
@@ -1574,6 +1967,18 @@ class Turn:
     def _complete(self, value: Any, error: AdkError | None) -> None:
         """The turn's end: telemetry, the ``on_error`` hook, the compatibility conversation, the answer."""
         duration = {"duration_ms": round((self.clock() - self.started) * 1000, 3)} if self.started else {}
+        for key in list(self.open_spans):
+            self._end_span(key, "cancelled")
+        if self.span is not None:
+            self.spans.append(
+                self.span.end(
+                    status="ok" if error is None else "error", error_type=None if error is None else error.reason
+                )
+            )
+            self.span = None
+        if self.spans:
+            self._out.append(Spans(records=tuple(self.spans)))
+            self.spans = []
         if error is None:
             self._emit("agent.prompt.stop", duration)
         else:

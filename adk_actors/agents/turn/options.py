@@ -8,6 +8,7 @@ from typing import Any
 
 from adk_actors.agents.context import ContextPolicy
 from adk_actors.errors import ConfigError
+from adk_actors.plugins.descriptors import PluginPipeline, compile_plugins
 from adk_actors.policy import RuntimePolicy
 
 __all__ = [
@@ -25,6 +26,8 @@ MAX_RUN_TIMEOUT_MS = 365 * 86400 * 1000
 _STREAMING_MODES = ("none", "text", "content")
 _TOOL_EXECUTION_KEYS = frozenset({"mode", "max_concurrency", "tool_timeout"})
 _ADMISSION_KEYS = frozenset({"overflow", "queue_timeout"})
+_OBSERVABILITY_KEYS = frozenset({"attributes", "capture_content"})
+_MAX_SPAN_ATTRIBUTES = 32
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +49,12 @@ class RunnerOptions:
     admission: dict[str, Any] | None = None
     """``{"overflow": "reject"|"queue", "queue_timeout": ms}`` (either key optional) or ``None`` (no admission)."""
     runtime_policy: RuntimePolicy | None = None
+    plugins: PluginPipeline | None = None
+    """The Runner's plugins, compiled once (:func:`~adk_actors.plugins.descriptors.compile_plugins`)."""
+    observability: bool = True
+    """Spans and metrics for this Runner's invocations (metadata only); ``False``: ``observability="disabled"``."""
+    span_attributes: dict[str, Any] = field(default_factory=dict)
+    """Extra attributes on this Runner's spans (``observability={"attributes": {...}}``; names and scalars only)."""
 
 
 def _int(value: Any, key: str, *, minimum: int = 1, maximum: int | None = None, none: bool = False) -> Any:
@@ -81,10 +90,12 @@ def runner_options(**options: Any) -> RunnerOptions:
     (``none``/``text``/``content``), ``max_stream_output_bytes`` (16 MiB, at most 64 MiB), ``tool_execution``
     (``{"mode": "serial"|"parallel", "max_concurrency": n, "tool_timeout": ms}``), ``context_policy`` (see
     :class:`~adk_actors.agents.context.ContextPolicy`), ``admission_control`` (``{"overflow", "queue_timeout"}``),
-    ``runtime_policy`` (see :class:`~adk_actors.policy.RuntimePolicy`).
+    ``runtime_policy`` (see :class:`~adk_actors.policy.RuntimePolicy`), ``plugins`` (plugin descriptors, see
+    docs/PLUGINS.md), ``observability`` (``"disabled"`` or ``{"attributes": {...}}``, see docs/OBSERVABILITY.md).
 
     Raises:
-        ConfigError: ``unknown_key`` or ``invalid_value`` with ``details["key"]``; ``context_compress_unsupported``.
+        ConfigError: ``unknown_key`` or ``invalid_value`` with ``details["key"]``; ``context_compress_unsupported``;
+            the plugin descriptor reasons (``duplicate_plugin_id``, ``invalid_plugin_mode``...).
     """
     known = {
         "run_timeout",
@@ -96,6 +107,8 @@ def runner_options(**options: Any) -> RunnerOptions:
         "context_policy",
         "admission_control",
         "runtime_policy",
+        "plugins",
+        "observability",
     }
     unknown = sorted(k for k in options if k not in known)
     if unknown:
@@ -127,6 +140,10 @@ def runner_options(**options: Any) -> RunnerOptions:
     policy = options.get("runtime_policy")
     if policy is not None and not isinstance(policy, RuntimePolicy):
         policy = RuntimePolicy.from_config(policy)
+    plugins = options.get("plugins")
+    if plugins is not None and not isinstance(plugins, PluginPipeline):
+        plugins = compile_plugins(plugins)
+    observability, attributes = _observability(options.get("observability"))
     context = options.get("context_policy")
     if not isinstance(context, ContextPolicy):
         context = ContextPolicy.from_config(context)
@@ -148,4 +165,41 @@ def runner_options(**options: Any) -> RunnerOptions:
         context_policy=context,
         admission=admission,
         runtime_policy=policy,
+        plugins=plugins if plugins is not None and plugins.plugins else None,
+        observability=observability,
+        span_attributes=attributes,
     )
+
+
+def _observability(value: Any) -> tuple[bool, dict[str, Any]]:
+    """``None`` (on, metadata only), ``"disabled"``, or ``{"attributes": {name: scalar}, "capture_content":
+    False}``. Content is never captured: ``capture_content=True`` is refused rather than ignored."""
+    if value is None:
+        return True, {}
+    if value == "disabled":
+        return False, {}
+    config = _strict(value, "observability", _OBSERVABILITY_KEYS)
+    if config.get("capture_content", False) is not False:
+        raise ConfigError(
+            "content capture is not supported: spans and metrics carry metadata only",
+            reason="invalid_value",
+            details={"key": "observability.capture_content"},
+        )
+    attributes = config.get("attributes", {})
+    if (
+        not isinstance(attributes, Mapping)
+        or len(attributes) > _MAX_SPAN_ATTRIBUTES
+        or not all(
+            isinstance(k, str)
+            and 0 < len(k) <= 128
+            and isinstance(v, str | int | float | bool)
+            and (not isinstance(v, str) or len(v) <= 256)
+            for k, v in attributes.items()
+        )
+    ):
+        raise ConfigError(
+            "observability.attributes maps up to 32 names to short scalars",
+            reason="invalid_value",
+            details={"key": "observability.attributes"},
+        )
+    return True, dict(attributes)

@@ -25,6 +25,7 @@ from adk_actors.models.gemini.response import StreamAssembler, parse_response
 from adk_actors.models.gemini.sse import SseDecoder
 from adk_actors.models.gemini.transport import CallGuard, thread_session
 from adk_actors.models.gemini.wire import build_request
+from adk_actors.models.outbound import TRACEPARENT
 from adk_actors.models.results import ModelResponse, StreamFrame, checked_frame
 from adk_actors.secrets import Secret
 
@@ -102,6 +103,9 @@ class _Prepared:
             "x-goog-api-key": self.api_key.reveal(),
             "User-Agent": _USER_AGENT,
         }
+        traceparent = TRACEPARENT.get()
+        if traceparent:  # correlation for the provider side of the trace; never authorization
+            self.headers["traceparent"] = traceparent
         t = self.cfg.request_timeout_s
         self.timeout: tuple[float, float] | None = None if t is None else (t, t)
 
