@@ -6,9 +6,9 @@ then the results are fed back one at a time, in submission order, so the turn se
 results arriving after all of a batch went out. A ``Cancel`` drops the results of the effects it names.
 
 What runs for real, in this process: tool jobs (``execute_tool``), confirmation gates (``check_gate``), callback
-hooks (``run_hook``), instruction providers (``resolve_instructions``) and session calls against the given
-service (``blocking.session_calls``). What is scripted: model answers, sub-agent answers, admission permits and
-the compatibility conversation's store. Any effect can be scripted instead through
+hooks (``run_hook``), instruction providers (``resolve_instructions``), plugin hooks (``run_plugin_hook``) and
+session calls against the given service (``blocking.session_calls``). What is scripted: model answers, sub-agent
+answers, admission permits and the compatibility conversation's store. Any effect can be scripted instead through
 ``answers`` (keyed by effect type), and effects the test wants to answer itself are held (``hold``).
 """
 
@@ -28,6 +28,7 @@ from adk_actors.agents.turn import effects as fx
 from adk_actors.agents.turn.engine import Turn
 from adk_actors.errors import AdkError
 from adk_actors.models import ModelResponse, as_response
+from adk_actors.plugins.hooks import run_plugin_hook
 
 __all__ = ["FakeClock", "TurnDriver", "call", "calls", "run", "text"]
 
@@ -205,6 +206,8 @@ class TurnDriver:
             return run_hook(list(effect.callbacks), effect.hook, effect.args), None
         if isinstance(effect, fx.ResolveInstructions):
             return resolve_instructions(effect.local, effect.global_, effect.scope), None
+        if isinstance(effect, fx.RunPlugin):
+            return run_plugin_hook(effect.plugin, effect.config, effect.hook, effect.context), None
         if isinstance(effect, fx.CallAgent):
             assert effect.target in self.agents, f"no scripted answer for agent {effect.target}"
             answer = self.agents[effect.target]

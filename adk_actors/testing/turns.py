@@ -71,6 +71,7 @@ from adk_actors.errors import (
 from adk_actors.events import Event
 from adk_actors.models import ModelResponse, ProviderResult, as_response
 from adk_actors.models.results import check_response
+from adk_actors.plugins.hooks import run_plugin_hook
 from adk_actors.runtime.workers import normalize_result
 from adk_actors.secrets import prune_secrets
 from adk_actors.sessions.memory import InMemorySessionService
@@ -159,6 +160,8 @@ class TurnOutcome:
     agent_calls: tuple[AgentCall, ...] = ()
     telemetry: tuple[TelemetryEvent, ...] = ()
     """The telemetry events of the turn and of the turns it called, as the agents hand them to the hub."""
+    plugin_calls: tuple[tuple[str, str], ...] = ()
+    """``(plugin id, hook)`` of every Runner plugin hook that ran, in order (notifications included)."""
 
     def result(self) -> Any:
         """The output, as ``prompt`` / ``invoke`` return it (a paused Runner invocation returns its pause event).
@@ -368,6 +371,8 @@ class _Driver:
         self.agent_calls: list[AgentCall] = []
         self.telemetry: list[TelemetryEvent] = []
         self.events: list[Event] = []
+        self.plugin_calls: list[tuple[str, str]] = []
+        self.spans: list[Any] = []
 
     def drive(self, turn: Turn, caller_deadline: float) -> Result:
         """Run ``turn`` to its end; its answer.
@@ -416,6 +421,10 @@ class _Driver:
             getattr(_log, effect.level, _log.warning)("%s %s", effect.message, effect.fields)
         elif isinstance(effect, fx.RunHook) and effect.id == 0:  # on_error: fire and forget
             _job(run_hook, list(effect.callbacks), effect.hook, effect.args)
+        elif isinstance(effect, fx.RunPlugin) and effect.id == 0:  # a notification hook: fire and forget
+            self._result(agent, effect)
+        elif isinstance(effect, fx.Spans):
+            self.spans.extend(effect.records)
         elif not isinstance(effect, fx.ReleasePermit):
             result = self._result(agent, effect)
             deadline = getattr(effect, "deadline", float("inf"))
@@ -435,6 +444,15 @@ class _Driver:
             return _job(run_hook, list(e.callbacks), e.hook, e.args)
         if isinstance(e, fx.ResolveInstructions):
             return _job(resolve_instructions, e.local, e.global_, e.scope)
+        if isinstance(e, fx.RunPlugin):
+            if e.instance is not None:
+                raise ConfigError(
+                    "stateful plugin instances need a node",
+                    reason="unsupported_in_process",
+                    details={"plugin": e.plugin_id},
+                )
+            self.plugin_calls.append((e.plugin_id, e.hook))
+            return _job(run_plugin_hook, e.plugin, e.config, e.hook, e.context)
         if isinstance(e, fx.CallAgent):
             return self._call_agent(agent, e)
         if isinstance(e, fx.AcquirePermit):
@@ -525,13 +543,14 @@ class _Driver:
             tool_calls=tuple(self.tool_calls),
             agent_calls=tuple(self.agent_calls),
             telemetry=tuple(self.telemetry),
+            plugin_calls=tuple(self.plugin_calls),
         )
 
 
 def _timeout(effect: Any) -> AdkError:
     """What the node answers a result that came after its deadline: the pool's ``job_timeout`` for a job, the
     call's ``AskTimeout`` otherwise."""
-    if isinstance(effect, fx.RunTool | fx.CheckGate | fx.RunHook | fx.ResolveInstructions):
+    if isinstance(effect, fx.RunTool | fx.CheckGate | fx.RunHook | fx.ResolveInstructions | fx.RunPlugin):
         return WorkerError("the job missed its deadline", reason="job_timeout")
     return AskTimeout("no answer before the deadline", details={"effect": type(effect).__name__})
 
