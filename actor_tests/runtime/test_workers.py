@@ -12,6 +12,7 @@ from adk_actors.errors import AdkError, WorkerError
 from adk_actors.runtime.callables import CallableRef, callable_ref
 from adk_actors.runtime.messages import Call, GetStatus
 from adk_actors.runtime.system import ActorSystemHandle
+from adk_actors.runtime.workers import RunJob
 from adk_actors.testing.actors import Echo, Job
 
 from .helpers import PROBE, unique, wait_status
@@ -98,6 +99,19 @@ def test_a_memory_limit_per_job_class_bounds_the_address_space(make_system) -> N
         system.run_job(_allocate, 2000, timeout=20)
     assert info.value.reason == "memory_limit"
     assert system.run_job(_allocate, 10, timeout=20) == 10 * 1024 * 1024
+
+
+def test_a_jobs_own_memory_bound_is_tighter_than_its_class_and_fails_it_with_memory_limit(
+    system: ActorSystemHandle,
+) -> None:
+    # The pool has no class bound here: the job's own (a plugin descriptor's max_memory_mb) is the only one.
+    def job(mb: int, bound: int | None) -> RunJob:
+        return RunJob(fn=callable_ref(_allocate), args=(mb,), deadline=time.monotonic() + 20, max_memory_mb=bound)
+
+    with pytest.raises(WorkerError) as info:
+        system.ask("workers", job(2000, 600), 25)
+    assert info.value.reason == "memory_limit"
+    assert system.ask("workers", job(2000, None), 25) == 2000 * 1024 * 1024, "unbounded without it"
 
 
 def test_20_hung_functions_leave_another_hosts_throughput_unchanged_and_every_worker_is_replaced(make_system) -> None:

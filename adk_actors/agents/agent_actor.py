@@ -286,7 +286,8 @@ class AgentActor(GenServer):
             if e.id:
                 self._run(slot, slot.turn.on(e.id, result, None))
         else:
-            self._job(slot, e.id, _RUN_PLUGIN, (e.plugin, e.config, e.hook, e.context), e.deadline)
+            args = (e.plugin, e.config, e.hook, e.context)
+            self._job(slot, e.id, _RUN_PLUGIN, args, e.deadline, job_class="plugin", max_memory_mb=e.max_memory_mb)
 
     def _spans(self, slot: _Slot, e: fx.Spans) -> None:
         export_spans(e.records)

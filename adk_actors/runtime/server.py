@@ -614,10 +614,12 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
         *,
         inline: bool = False,
         job_class: str = "default",
+        max_memory_mb: int | None = None,
     ) -> str | None:
         """Run user code: in the worker-process pool (default) or, with ``inline=True``, right here.
 
         Inline code must be trusted, fast and non-blocking; its result is still delivered asynchronously.
+        ``max_memory_mb`` bounds a pool job's address space (below its job class's bound, if any).
         """
         from adk_actors.runtime.callables import callable_ref
         from adk_actors.runtime.workers import RunJob, normalize_result
@@ -644,7 +646,7 @@ class GenServer(Actor):  # type: ignore[misc]  # Actor is Any: thespian is untyp
         # answer (which says what happened) wins over a bare AskTimeout.
         return self.call(
             "workers",
-            RunJob(fn=ref, args=args, deadline=deadline, job_class=job_class),
+            RunJob(fn=ref, args=args, deadline=deadline, job_class=job_class, max_memory_mb=max_memory_mb),
             deadline + JOB_REPLY_GRACE_S,
             on_done,
         )

@@ -47,6 +47,8 @@ class RunJob:
     kwargs: dict[str, Any] = field(default_factory=dict)
     deadline: float = 0.0
     job_class: str = "default"
+    max_memory_mb: int | None = None
+    """This job's own address-space bound (``RLIMIT_AS``), tighter than its class's; ``None``: the class's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -268,6 +270,8 @@ class WorkerPool(GenServer):
     def _rlimit(self, request: RunJob) -> int:
         limits = self.spec.rlimit_as_mb
         mb = limits.get(request.job_class, limits.get("default", 0))
+        if request.max_memory_mb is not None:
+            mb = min(mb, request.max_memory_mb) if mb else request.max_memory_mb
         return mb * 1024 * 1024 if mb else 0
 
     def _finish(self, job: _Job, value: Any, error: AdkError | None) -> None:

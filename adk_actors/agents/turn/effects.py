@@ -121,6 +121,8 @@ class RunPlugin:
     deadline: float
     inline: bool = False
     instance: str | None = None
+    max_memory_mb: int | None = None
+    """The plugin's memory bound for its worker job (``None``: the pool's)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -994,6 +994,7 @@ class Turn:
             deadline=deadline,
             inline=plugin.inline,
             instance=plugin.instance,
+            max_memory_mb=plugin.max_memory_mb,
         )
 
     def _notify_plugins(self, hook: str, extra: Mapping[str, Any]) -> None:
