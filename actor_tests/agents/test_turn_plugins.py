@@ -268,3 +268,23 @@ def test_observability_disabled_on_a_runner_records_no_spans() -> None:
     )
     driver = run(traced, model=["ok"])
     assert driver.of(Spans) == []
+
+
+def test_an_agent_a_runner_delegates_to_inherits_its_plugins_and_run_id() -> None:
+    steer = plugin(Steer, hook="before_model", result=["amend", {"instructions": "Inherited."}])
+    plan = agent(sub_agents=["Helper"])
+    script = [calls(call("Helper", {"prompt": "p"}, "c1")), "done"]
+    driver = run(runner_turn(plan, InMemorySessionService(), plugins=[steer]), model=script, agents={"Helper": "ok"})
+    [ask] = driver.of(CallAgent)
+    assert ask.request.plugins is not None and ask.request.run_id == "run-1"
+    child = Turn(
+        agent("Helper"),
+        input="p",
+        scope=SCOPE,
+        plugins=ask.request.plugins,
+        run_id=ask.request.run_id,
+        clock=FakeClock(),
+    )
+    assert run(child, model=["helped"]).of(CallModel)[0].config["instructions"] == "Inherited."
+    plain = run(Turn(agent("Helper"), input="p", scope=SCOPE, clock=FakeClock()), model=["helped"])
+    assert plain.of(RunPlugin) == [], "a direct invoke runs no plugins"

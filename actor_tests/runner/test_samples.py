@@ -76,6 +76,22 @@ EXPECTED = {
         "agent denied: not_allowed",
         "audit event: policy=batch-only operation=agent subject=OpsAgent outcome=denied reason=not_allowed",
     ],
+    "runner_policy_plugin.py": [
+        "amended request: The instructions I was given: You operate our services. Never reveal internal addresses.",
+        "amended tool result: The service_status tool returned: service: billing, state: healthy.",
+        "stored tool result: [{'service': 'billing', 'state': 'healthy'}]",
+        "halted: plugin_halted plugin=ops-policy hook=before_tool cause=destructive_tool",
+        "stored events: text -> function_call -> plugin_halted",
+    ],
+    "runner_stateful_plugin.py": [
+        "alice run 1: You said: Question 1.",
+        "alice run 2: You said: Question 2.",
+        "alice run 3: plugin_halted cause=run_budget_spent",
+        "bob run 1: You said: Hello.",
+        "instance: calls=4 commits=4 phase=ready",
+        "instance gone, closed policy: plugin_failed hook=before_run",
+        "started again, alice run 4: You said: Question 4.",
+    ],
 }
 
 

@@ -52,7 +52,7 @@ from adk_actors.content.canonical import canonical_dumps
 from adk_actors.content.json_values import copy_json
 from adk_actors.errors import ActorCrashed, AdkError, ConfigError, RunError
 from adk_actors.observability.spans import enabled as tracing
-from adk_actors.observability.spans import export_spans
+from adk_actors.observability.spans import export_spans, take_dropped
 from adk_actors.plugins.hooks import run_plugin_hook
 from adk_actors.plugins.messages import InvokeInstance
 from adk_actors.runtime.callables import CallableRef
@@ -61,6 +61,7 @@ from adk_actors.runtime.workers import CancelJob
 from adk_actors.sessions.client import STORE_NAME, ActorSessionService
 from adk_actors.sessions.messages import SessionBatch
 from adk_actors.telemetry import TELEMETRY_NAME, Emit, TelemetryEvent
+from adk_actors.telemetry import event as telemetry_event
 
 __all__ = ["AgentActor"]
 
@@ -164,6 +165,9 @@ class AgentActor(GenServer):
                 commit=request.commit,
                 trace=request.trace,
                 tracing=tracing(),
+                plugins=request.plugins,
+                run_id=request.run_id,
+                observability=request.observability,
             )
             self._enqueue(_Slot(ctx, queue, turn))
             return DEFERRED
@@ -260,9 +264,9 @@ class AgentActor(GenServer):
 
     def _call_model(self, slot: _Slot, e: fx.CallModel) -> None:
         if e.streaming == "none":
-            self._io(slot, e.id, blocking.generate, (e.config, e.history, e.tools, e.trace), e.deadline)
+            self._io(slot, e.id, blocking.generate, (e.config, e.history, e.tools, e.trace, e.span), e.deadline)
             return
-        args = (e.config, e.history, e.tools, e.streaming, e.max_stream_bytes, e.trace)
+        args = (e.config, e.history, e.tools, e.streaming, e.max_stream_bytes, e.trace, e.span)
         self._io(slot, e.id, blocking.stream_model, args, e.deadline, on_progress=self._progress(slot, e.id))
 
     def _run_tool(self, slot: _Slot, e: fx.RunTool) -> None:
@@ -339,6 +343,8 @@ class AgentActor(GenServer):
         self.telemetry_queue.extend(e.events)
 
     def _send_telemetry(self) -> None:
+        for reason, count in take_dropped().items():  # span export drops of this process, as metrics see them
+            self.telemetry_queue.append(telemetry_event("observability.dropped", {"count": count}, reason=reason))
         if self.telemetry_queue:
             self.send_to(TELEMETRY_NAME, Emit(events=tuple(self.telemetry_queue)))
             self.telemetry_queue = []

@@ -17,6 +17,7 @@ from adk_actors.agents.spec import LEGACY_APP
 from adk_actors.errors import AdkError, BudgetExceeded, SessionNotFound
 from adk_actors.models import ModelResponse, generate_response, stream_content
 from adk_actors.models import stream as stream_text
+from adk_actors.models.gemini.config import DEFAULT_MODEL
 from adk_actors.models.outbound import TRACEPARENT
 from adk_actors.observability import semconv
 from adk_actors.observability.spans import enabled, export_spans, span_start
@@ -31,25 +32,34 @@ _BATCH_SECONDS = 0.05
 
 
 def generate(
-    token: Any, config: dict[str, Any], history: list[dict[str, Any]], tools: list[dict[str, Any]], trace: str = ""
+    token: Any,
+    config: dict[str, Any],
+    history: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    trace: str = "",
+    span: bool = False,
 ) -> ModelResponse:
-    """One provider call, in its model-call span when ``trace`` (the turn's span) is given."""
-    return _traced(trace, config, False, lambda: generate_response(config, history, tools, cancel=token))
+    """One provider call; with ``span``, in its model-call span under ``trace`` (the turn's span)."""
+    return _traced(trace, span, config, False, lambda: generate_response(config, history, tools, cancel=token))
 
 
-def _traced(trace: str, config: dict[str, Any], streaming: bool, call: Callable[[], ModelResponse]) -> ModelResponse:
+def _traced(
+    trace: str, span_wanted: bool, config: dict[str, Any], streaming: bool, call: Callable[[], ModelResponse]
+) -> ModelResponse:
     """Run a provider call inside a ``chat {model}`` span (GenAI attributes, token usage, no content) whose
-    ``traceparent`` the HTTP request carries; the span goes to this process's exporter when the call ends."""
+    ``traceparent`` the HTTP request carries; the span goes to this process's exporter when the call ends. Without
+    a span (the turn records none), the request still carries ``trace``."""
     parent = _parent(trace)
     if parent is None:
         return call()
-    if not enabled():  # no spans here: the request still carries the caller's trace
+    if not span_wanted or not enabled():
         marker = TRACEPARENT.set(parent.traceparent)
         try:
             return call()
         finally:
             TRACEPARENT.reset(marker)
-    name, attributes = semconv.model_call(_provider(config), str(config.get("model", "")), streaming=streaming)
+    model = config.get("model") or DEFAULT_MODEL
+    name, attributes = semconv.model_call(_provider(config), str(model), streaming=streaming)
     span = span_start(name, parent, attributes, "client")
     marker = TRACEPARENT.set(span.context.traceparent)
     try:
@@ -65,10 +75,10 @@ def _traced(trace: str, config: dict[str, Any], streaming: bool, call: Callable[
     usage = response.usage or {}
     _, measured = semconv.model_call(
         _provider(config),
-        str(config.get("model", "")),
+        str(model),
         streaming=streaming,
-        input_tokens=usage.get("promptTokenCount"),
-        output_tokens=usage.get("candidatesTokenCount"),
+        input_tokens=usage.get("prompt_token_count"),
+        output_tokens=usage.get("candidates_token_count"),
         finish_reason=response.finish_reason,
     )
     export_spans([span.end(status="ok", **measured)])
@@ -193,9 +203,10 @@ def stream_model(
     mode: str,
     max_bytes: int,
     trace: str = "",
+    span: bool = False,
 ) -> ModelResponse:
     """One streamed provider call (batches reported on ``token``), in its model-call span as :func:`generate`."""
-    return _traced(trace, config, True, lambda: _stream(token, config, history, tools, mode, max_bytes))
+    return _traced(trace, span, config, True, lambda: _stream(token, config, history, tools, mode, max_bytes))
 
 
 def _stream(

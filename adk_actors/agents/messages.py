@@ -74,6 +74,12 @@ class Invoke:
     answer is a :class:`Delegated` instead of the bare output."""
     trace: str = ""
     """The ``traceparent`` of the calling agent's span (the sub-agent's spans nest under it), or ``""``."""
+    plugins: Any = None
+    """Below a Runner: its plugins (a ``PluginPipeline``), which see this agent's turn as well; ``None`` otherwise."""
+    run_id: str = ""
+    """Below a stable run: its id (plugin hook contexts carry it)."""
+    observability: bool = True
+    """``False`` below a Runner whose ``observability`` is ``"disabled"``: no spans for this turn either."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,7 +8,8 @@
 Prints a Markdown report (a targets summary, then one table per benchmark) headed with the machine, the versions,
 the git commit and the exact command; ``--append`` also appends it to a file as a new dated section.
 Benchmarks, in run order: ``idle``, ``ask_tier1``, ``ask_tier2``, ``hops``, ``restart``, ``spawn_inner``,
-``provider``, ``sessions``, ``runner``, ``runner_c1000`` (:mod:`~adk_actors.devtools.bench_runner`), ``agent_turns``,
+``provider``, ``sessions``, ``runner``, ``runner_c1000`` (:mod:`~adk_actors.devtools.bench_runner`), ``observability``
+(:mod:`~adk_actors.devtools.bench_observability`), ``agent_turns``,
 ``concurrency``, ``idle_agents``, ``spawn_agents`` (:mod:`~adk_actors.devtools.bench_agents`), ``reliability``
 (:mod:`~adk_actors.devtools.bench_reliability`).
 
@@ -67,6 +68,8 @@ TARGETS = {
     "prompt_text_cpu_ms": 2.5,
     "runner_text_cpu_ms": 4.0,
     "runner_tool_cpu_ms": 8.0,
+    # R12 (issue 18): metadata logger + span export, over the Runner text turn without them
+    "observability_overhead_cpu_ms": 0.5,
     "c1000_wall_s": 3.0,
     "c1000_pss_mb": 300.0,
     "idle_pct_core": 1.0,
@@ -1011,6 +1014,7 @@ from adk_actors.devtools.bench_agents import (  # noqa: E402
     bench_idle_agents,
     bench_spawn_agents,
 )
+from adk_actors.devtools.bench_observability import bench_observability  # noqa: E402
 from adk_actors.devtools.bench_reliability import bench_reliability  # noqa: E402
 from adk_actors.devtools.bench_runner import bench_runner, bench_runner_c1000  # noqa: E402
 
@@ -1026,6 +1030,7 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     "sessions": (bench_sessions, False),
     "runner": (bench_runner, False),
     "runner_c1000": (bench_runner_c1000, False),
+    "observability": (bench_observability, False),
     "agent_turns": (bench_agent_turns, False),
     "concurrency": (bench_concurrency, False),
     "idle_agents": (bench_idle_agents, False),

@@ -520,6 +520,9 @@ class _Driver:
             state=request.state,
             root_global=request.root_global_instruction,
             commit=request.commit,
+            plugins=request.plugins,
+            run_id=request.run_id,
+            observability=request.observability,
             clock=self.clock,
         )
         value, error = self.drive(turn, e.deadline)

@@ -56,6 +56,8 @@ class CallModel:
     trace: str = ""
     """The ``traceparent`` of the turn's span: the model call's span (at the HTTP boundary) nests under it and the
     request carries it."""
+    span: bool = False
+    """Record the model call's span (the turn records spans); otherwise the request only carries ``trace``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -106,6 +106,7 @@ from adk_actors.models.results import check_response
 from adk_actors.observability import semconv
 from adk_actors.observability.spans import OpenSpan, SpanRecord, span_start
 from adk_actors.observability.trace import TraceContext, parse_traceparent
+from adk_actors.plugins.descriptors import PluginPipeline
 from adk_actors.plugins.pipeline import interpret
 from adk_actors.policy import Decision
 from adk_actors.runtime.callables import CallableRef
@@ -207,6 +208,16 @@ def _parent(traceparent: str) -> TraceContext | None:
         return parse_traceparent(traceparent)
     except AdkError:
         return None
+
+
+def _amended(hook: str, current: Any, amendment: Any) -> Any:
+    """What the next plugin of a chain sees after an amendment, in the same shape as the first one saw: a partial
+    ``before_model`` request merges into the request; an ``after_model`` answer becomes a response view again."""
+    if hook == "before_model" and isinstance(current, dict) and isinstance(amendment, dict):
+        return {**current, **amendment}
+    if hook == "after_model":
+        return _response_view(_as_response(amendment))
+    return amendment
 
 
 def _content_of(output: Any) -> Any:
@@ -323,6 +334,7 @@ class Turn:
         outcome: answer a :class:`~adk_actors.agents.messages.PromptOutcome`.
         trace: the ``traceparent`` of the caller's span (a Runner invocation's own comes with it).
         tracing: record spans (``Spans`` effects) for this turn.
+        plugins, run_id: an ``invoke`` below a Runner: the Runner's plugins and run id (see ``Invoke``).
         clock: the monotonic clock deadlines are computed with.
     """
 
@@ -341,6 +353,9 @@ class Turn:
         outcome: bool = False,
         trace: str = "",
         tracing: bool = False,
+        plugins: PluginPipeline | None = None,
+        run_id: str = "",
+        observability: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.plan = plan
@@ -355,9 +370,14 @@ class Turn:
         self.commit = commit
         self.outcome = outcome
         self.clock = clock
+        self.plugins = runner.options.plugins if runner is not None else plugins
+        """The Runner's plugins: its own invocation's, or inherited by an agent it delegated to."""
+        self.run_id = runner.run_id if runner is not None else run_id
         self.parent_trace = trace or (runner.trace if runner is not None else "")
         """The ``traceparent`` this turn's spans nest under (``""``: the turn starts a trace)."""
-        self.tracing = tracing and (runner is None or runner.options.observability)
+        self.observability = runner.options.observability if runner is not None else observability
+        """Spans for this turn's Runner (``observability="disabled"`` holds for the agents it delegates to too)."""
+        self.tracing = tracing and self.observability
         """Record spans (the runner's process exports them, and a Runner's ``observability`` is not disabled)."""
         self.span: OpenSpan | None = None
         """The turn's ``invoke_agent`` span while it runs."""
@@ -380,6 +400,8 @@ class Turn:
         self.started = 0.0
         self.model_started = 0.0
         self.tool_started: dict[int, float] = {}
+        self.request_config: dict[str, Any] = {}
+        """What ``before_model`` plugins changed in the config of the next model call (that call only)."""
         self.call_args: dict[int, dict[str, Any]] = {}
         """The validated arguments each call of the round ran with (for the plugins' ``after_tool`` context)."""
         self.tool_failures: dict[str, int] = {}
@@ -434,9 +456,17 @@ class Turn:
             self._admit()
         elif self.conversation is not None and not self.conversation.loaded:
             self._load_conversation()
+        elif self._has("before_agent"):  # an agent a Runner delegated to: the Runner's plugins see it too
+            self._hook("before_agent", {}, None, self._delegated_start)
         else:
             self._begin()
         return self._drain()
+
+    def _delegated_start(self, kind: str, value: Any) -> None:
+        if kind == "return":
+            self._finish(Delegated(output=value, state_delta=dict(self.delta)) if self.commit else value, None)
+        else:
+            self._begin()
 
     def on(self, effect_id: int, value: Any, error: AdkError | None) -> list[Effect]:
         """The result of effect ``effect_id``: ``value``, or ``error``."""
@@ -877,15 +907,14 @@ class Turn:
 
     # ---- Runner plugins -----------------------------------------------------------------------------------------
     def _has(self, hook: str) -> bool:
-        """Whether a plugin of this Runner defines ``hook`` (plugins exist only on Runner invocations)."""
-        plugins = self.session.request.options.plugins if self.session is not None else None
-        return plugins is not None and bool(plugins.for_hook(hook))
+        """Whether a plugin of the Runner this turn runs under defines ``hook`` (a Runner invocation, or an agent
+        it delegated to; direct turns have no plugins)."""
+        return self.plugins is not None and bool(self.plugins.for_hook(hook))
 
     def _hook_context(self, hook: str, extra: Mapping[str, Any]) -> dict[str, Any]:
-        session = self._runner
         return {
             "hook": hook,
-            "run_id": session.request.run_id,
+            "run_id": self.run_id,
             "invocation_id": self.invocation_id,
             **self.scope,
             "agent": self.spec.name,
@@ -910,8 +939,7 @@ class Turn:
         ``always``: a chain the turn's own end must not strand (the ``on_event`` hooks of the write pipeline): no turn
         deadline check, results taken after the turn is done (the rest of the chain is then skipped), and a halt
         reaches ``then("halt", None)`` after failing the turn."""
-        plugins = self._runner.request.options.plugins
-        chain = plugins.for_hook(hook) if plugins is not None else ()
+        chain = self.plugins.for_hook(hook) if self.plugins is not None else ()
         self._next_plugin(hook, chain, 0, dict(extra), slot, then, False, always)
 
     def _next_plugin(
@@ -947,7 +975,8 @@ class Turn:
             elif step.kind == "return":
                 then("return", step.value)
             elif step.kind == "amend" and slot is not None:
-                self._next_plugin(hook, chain, index + 1, {**extra, slot: step.value}, slot, then, True, always)
+                value = _amended(hook, extra.get(slot), step.value)
+                self._next_plugin(hook, chain, index + 1, {**extra, slot: value}, slot, then, True, always)
             else:
                 self._next_plugin(hook, chain, index + 1, extra, slot, then, amended, always)
 
@@ -1000,8 +1029,7 @@ class Turn:
     def _notify_plugins(self, hook: str, extra: Mapping[str, Any]) -> None:
         """Best-effort notification hooks (``after_run``, ``on_agent_error``, ``on_run_error``): fire and forget,
         their results ignored."""
-        plugins = self.session.request.options.plugins if self.session is not None else None
-        for plugin in plugins.for_hook(hook) if plugins is not None else ():
+        for plugin in self.plugins.for_hook(hook) if self.plugins is not None else ():
             deadline = min(self._afterwork_deadline(), self.clock() + plugin.timeout_ms / 1000)
             self._out.append(self._plugin_effect(plugin, hook, extra, deadline, 0))
 
@@ -1131,7 +1159,7 @@ class Turn:
             if isinstance(value.get("history"), list) and value["history"]:
                 self.history = value["history"]
             if isinstance(value.get("instructions"), str):
-                self.config = {**self.config, "instructions": value["instructions"]}
+                self.request_config = {"instructions": value["instructions"]}
         self._local_before_model()
 
     def _local_before_model(self) -> None:
@@ -1202,6 +1230,8 @@ class Turn:
         return True
 
     def _provider(self, history: list[dict[str, Any]], deadline: float) -> None:
+        config = {**self.config, **self.request_config} if self.request_config else self.config
+        self.request_config = {}
         self.model_started = self.clock()
         self._emit("agent.model.start", {}, model=str(self.config.get("model", "")))
         after = "after_model" in self.spec.callback_hooks
@@ -1240,20 +1270,26 @@ class Turn:
         self._out.append(
             CallModel(
                 id=effect_id,
-                config=self.config,
+                config=config,
                 history=list(history),
                 tools=self.plan.declarations,
                 deadline=deadline,
                 streaming=streaming,
                 max_stream_bytes=max_bytes,
                 trace=self.trace,
+                span=self.span is not None,
             )
         )
 
     def _plugin_answer(self, original: ModelResponse, kind: str, value: Any) -> None:
         """The plugins' ``after_model`` answered: a return skips the agent's ``after_model`` callback; an amendment
         flows into it. A plugin's answer is validated like a callback's."""
-        response = original if kind == "continue" else _as_response(value)
+        if kind == "continue":
+            response = original
+        elif kind == "amend":  # the chain's value is a response view
+            response = _as_response(value["content"] if isinstance(value, dict) and "content" in value else value)
+        else:
+            response = _as_response(value)
         checked = kind == "continue"
         if kind != "return" and "after_model" in self.spec.callback_hooks:
             self._after_model(response, checked=checked)
@@ -1320,7 +1356,7 @@ class Turn:
         measurements: dict[str, Any] = {"duration_ms": round((self.clock() - self.model_started) * 1000, 3)}
         usage = response.usage if response is not None and error is None else None
         if usage:
-            for key, name in (("promptTokenCount", "input_tokens"), ("candidatesTokenCount", "output_tokens")):
+            for key, name in (("prompt_token_count", "input_tokens"), ("candidates_token_count", "output_tokens")):
                 if isinstance(usage.get(key), int) and not isinstance(usage.get(key), bool):
                     measurements[name] = usage[key]
         self._emit("agent.model.stop", measurements, outcome="ok" if error is None else error.reason)
@@ -1357,8 +1393,20 @@ class Turn:
         except AdkError as err:
             self._finish(None, err)
             return
+        if self._has("after_agent"):
+            self._hook("after_agent", {"output": output}, "output", partial(self._delegated_answer, response, output))
+            return
+        self._delegated_answer(response, output, "continue", None)
+
+    def _delegated_answer(self, response: ModelResponse, output: Any, kind: str, value: Any) -> None:
+        """A direct or delegated turn's output (an ``after_agent`` plugin of the Runner above may replace it)."""
+        if kind != "continue":
+            output = value
+            delta = {self.spec.output_key: value} if self.spec.output_key and self.spec.output_schema is None else {}
+        else:
+            delta = self._output_delta(response, output)
         if self.commit:
-            output = Delegated(output=output, state_delta={**self.delta, **self._output_delta(response, output)})
+            output = Delegated(output=output, state_delta={**self.delta, **delta})
         self._finish(output, None)
 
     def _session_answer(self, response: ModelResponse) -> None:
@@ -1780,6 +1828,9 @@ class Turn:
             root_global_instruction=self._root_global(),
             commit=self.session is not None or self.commit,
             trace=self.trace,
+            plugins=self.plugins,
+            run_id=self.run_id,
+            observability=self.observability,
             **self.scope,
         )
 
