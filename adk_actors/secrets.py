@@ -11,6 +11,7 @@ and the node's own processes run under :data:`PRIVATE_UMASK`.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -52,6 +53,14 @@ def _normalise_key(key: str) -> str:
 
 def is_secret_key(key: str) -> bool:
     """Whether a mapping key names a credential (``api_key``, ``apiKey``, ``x-goog-api-key``, ``token``...)."""
+    if type(key) is not str:
+        return _is_secret_key(str(key))
+    return _is_secret_key(key)
+
+
+@functools.lru_cache(maxsize=8192)
+def _is_secret_key(key: str) -> bool:
+    # Keys repeat (every event, context and log record has the same few): the answer is cached per key, bounded.
     norm = _normalise_key(key)
     if norm in {"key_count", "keys", "token_count", "total_tokens", "max_tokens", "max_output_tokens"}:
         return False

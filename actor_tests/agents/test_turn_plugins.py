@@ -288,3 +288,25 @@ def test_an_agent_a_runner_delegates_to_inherits_its_plugins_and_run_id() -> Non
     assert run(child, model=["helped"]).of(CallModel)[0].config["instructions"] == "Inherited."
     plain = run(Turn(agent("Helper"), input="p", scope=SCOPE, clock=FakeClock()), model=["helped"])
     assert plain.of(RunPlugin) == [], "a direct invoke runs no plugins"
+
+
+class MetaRecorder(Recorder):
+    """Records like :class:`Recorder` but declares ``metadata_only``."""
+
+    metadata_only = True
+
+
+def test_a_metadata_only_plugin_gets_ids_names_and_reasons_but_no_content() -> None:
+    CALLS.clear()
+    plan = agent(tools=[FunctionTool(lookup)])
+    script = [calls(call("lookup", {"city": "Oslo"}, "c1")), "secret answer"]
+    run(
+        runner_turn(plan, InMemorySessionService(), "private words", plugins=[plugin(MetaRecorder, mode="observe")]),
+        model=script,
+    )
+    seen = {hook: context for hook, context in CALLS}
+    assert "request" not in seen["before_model"] and "user_content" not in seen["on_user_message"]
+    assert dict(seen["after_model"]["response"]) == {"finish_reason": None}  # a scripted answer has none
+    assert seen["before_tool"]["tool"] == "lookup" and "args" not in seen["before_tool"]
+    assert set(seen["on_event"]["event"]) == {"id", "partial", "is_final"}
+    assert not any(w in repr(CALLS) for w in ("Oslo", "private words", "secret answer")), "no content at all"

@@ -227,8 +227,11 @@ class MetadataLogger:
     """Logs one structlog record ``adk_actors.plugins.metadata`` per hook with content-free metadata: the hook,
     the run, invocation and agent ids, the plugin id, the tool name and call id, reason tags (an error's reason, a
     model answer's finish reason) and, for ``on_event``, the event's id and flags. Never content, arguments,
-    results, instructions or configuration. Use it with ``mode="observe"``.
+    results, instructions or configuration. Use it with ``mode="observe"``. It declares ``metadata_only``, so the
+    Runner hands it metadata-only contexts (cheap: no history or content is copied for it).
     """
+
+    metadata_only = True
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         self.log = get_logger("adk_actors.plugins.metadata")

@@ -190,6 +190,10 @@ class PluginDescriptor:
     """The hooks the plugin defines, found by :func:`compile_plugins`."""
     instance: str | None = None
     """The registered name of a stateful plugin instance that serves this plugin's hooks, or ``None``."""
+    metadata_only: bool = False
+    """The plugin reads metadata only (its class says ``metadata_only = True``): its hook contexts carry ids, names
+    and reason tags but no history, request, response, arguments, results, outputs or event content — cheaper to
+    build, prune and send, and nothing it could leak."""
 
     def __post_init__(self) -> None:
         _check_name(self.id, "id", self.id, "invalid_plugin_id")
@@ -270,8 +274,11 @@ def _descriptor(entry: Any, index: int) -> PluginDescriptor:
     fields.pop("hooks", None)
     for key in ("mode", "failure_policy"):  # required: a missing one is refused like a wrong one
         fields.setdefault(key, None)
+    fields.pop("metadata_only", None)  # the plugin's own declaration, read below
     descriptor = PluginDescriptor(**fields)
-    return dataclasses.replace(descriptor, hooks=_hooks_of(descriptor.plugin, plugin_id, descriptor.config))
+    hooks = _hooks_of(descriptor.plugin, plugin_id, descriptor.config)
+    metadata_only = getattr(load_plugin(descriptor.plugin), "metadata_only", False) is True
+    return dataclasses.replace(descriptor, hooks=hooks, metadata_only=metadata_only)
 
 
 def compile_plugins(entries: Sequence[Any] | None) -> PluginPipeline:

@@ -210,6 +210,22 @@ def _parent(traceparent: str) -> TraceContext | None:
         return None
 
 
+_METADATA_KEYS = frozenset({"tool", "call_id", "tool_failures", "error"})
+
+
+def _metadata_view(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """A hook context's extras as a ``metadata_only`` plugin gets them: names, ids and reason tags, never content
+    (a response keeps its finish reason, an event its id and flags)."""
+    view = {k: v for k, v in extra.items() if k in _METADATA_KEYS}
+    response = extra.get("response")
+    if isinstance(response, Mapping):
+        view["response"] = {"finish_reason": response.get("finish_reason")}
+    event = extra.get("event")
+    if isinstance(event, Mapping):
+        view["event"] = {k: event.get(k) for k in ("id", "partial", "is_final")}
+    return view
+
+
 def _amended(hook: str, current: Any, amendment: Any) -> Any:
     """What the next plugin of a chain sees after an amendment, in the same shape as the first one saw: a partial
     ``before_model`` request merges into the request; an ``after_model`` answer becomes a response view again."""
@@ -1019,7 +1035,10 @@ class Turn:
             hook=hook,
             plugin=plugin.plugin,
             config=plugin.config,
-            context={**self._hook_context(hook, extra), "plugin_id": plugin.id},
+            context={
+                **self._hook_context(hook, _metadata_view(extra) if plugin.metadata_only else extra),
+                "plugin_id": plugin.id,
+            },
             deadline=deadline,
             inline=plugin.inline,
             instance=plugin.instance,
