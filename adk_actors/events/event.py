@@ -16,7 +16,7 @@ from adk_actors.content.parts import FunctionCallPart, FunctionResponsePart, Par
 from adk_actors.errors import AdkError, ContentError, EventError
 from adk_actors.secrets import prune_secrets
 
-__all__ = ["EVENT_SCHEMA_VERSION", "ErrorInfo", "Event", "EventActions", "Pause"]
+__all__ = ["EVENT_KEYS", "EVENT_SCHEMA_VERSION", "ErrorInfo", "Event", "EventActions", "Pause"]
 
 EVENT_SCHEMA_VERSION = 1
 MAX_ID_CHARS = 256
@@ -275,6 +275,8 @@ _EVENT_KEYS = frozenset(
     }
 )
 _OPTIONAL_EVENT_KEYS = frozenset({"thought_signature"})
+EVENT_KEYS = _EVENT_KEYS | _OPTIONAL_EVENT_KEYS
+"""Every key the JSON form of an event may have."""
 
 
 def _redact_part(part: Part) -> Part:

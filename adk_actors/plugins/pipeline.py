@@ -27,7 +27,7 @@ from adk_actors.content.json_values import copy_json
 from adk_actors.content.model import Content
 from adk_actors.content.validation import check_text
 from adk_actors.errors import AdkError, AskTimeout, PluginError, ValidationError
-from adk_actors.events.event import Event
+from adk_actors.events.event import EVENT_KEYS, Event
 from adk_actors.plugins.descriptors import PluginDescriptor
 from adk_actors.plugins.hooks import NOTIFY_ONLY
 
@@ -40,23 +40,6 @@ __all__ = [
     "policy_failure",
 ]
 
-EVENT_KEYS = frozenset(
-    {
-        "schema_version",
-        "id",
-        "invocation_id",
-        "author",
-        "timestamp",
-        "content",
-        "partial",
-        "is_final",
-        "actions",
-        "provider_metadata",
-        "error",
-        "branch",
-        "thought_signature",
-    }
-)
 """The keys of an event dict (``Event.to_dict()``); an ``on_event`` amendment may name no other."""
 
 _TAG_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")

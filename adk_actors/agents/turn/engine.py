@@ -191,6 +191,19 @@ def _as_response(value: str | dict[str, Any]) -> ModelResponse:
         return as_response("")
 
 
+def _conform(schema: Any, value: Any, field: str, agent: str) -> None:
+    """Check an agent's input or output (JSON text, or an already-decoded value) against its ``input_schema`` /
+    ``output_schema``: ``SchemaError(reason="invalid_input" | "invalid_output")``, naming only the agent."""
+    try:
+        compile_schema(schema).validate(json.loads(value) if isinstance(value, str) else value, field=field)
+    except (ValueError, SchemaError):
+        raise SchemaError(
+            f"the {field} does not satisfy the agent's {field}_schema",
+            reason=f"invalid_{field}",
+            details={"agent": agent},
+        ) from None
+
+
 def _tool_failure(value: Any, error: AdkError | None) -> str | None:
     """The reason a tool job failed (its error, or the reason of a failed function response), for its span."""
     if error is not None:
@@ -672,15 +685,7 @@ class Turn:
                 "agent input is a str or a content dict", reason="invalid_input", details={"type": type(value).__name__}
             )
         if spec.input_schema is not None:
-            try:
-                data = json.loads(value) if isinstance(value, str) else value
-                compile_schema(spec.input_schema).validate(data, field="input")
-            except (ValueError, SchemaError):
-                raise SchemaError(
-                    "the input does not satisfy the agent's input_schema",
-                    reason="invalid_input",
-                    details={"agent": spec.name},
-                ) from None
+            _conform(spec.input_schema, value, "input", spec.name)
         return value
 
     def _session_call(
@@ -1503,14 +1508,7 @@ class Turn:
         parts = response.content.get("parts", [])
         output: Any = response.text if all(p.get("type") == "text" for p in parts) else copy_json(response.content)[0]
         if spec.output_schema is not None:
-            try:
-                compile_schema(spec.output_schema).validate(json.loads(response.text), field="output")
-            except (ValueError, SchemaError):
-                raise SchemaError(
-                    "the output does not satisfy the agent's output_schema",
-                    reason="invalid_output",
-                    details={"agent": spec.name},
-                ) from None
+            _conform(spec.output_schema, response.text, "output", spec.name)
         return output
 
     def _output_delta(self, response: ModelResponse, output: Any) -> dict[str, Any]:
