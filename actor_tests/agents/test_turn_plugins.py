@@ -14,7 +14,7 @@ from adk_actors.agents.turn.engine import Turn
 from adk_actors.errors import AskTimeout, PluginError
 from adk_actors.observability.trace import new_trace, parse_traceparent
 from adk_actors.sessions import InMemorySessionService
-from adk_actors.tools import FunctionTool
+from adk_actors.tools import FunctionTool, ToolContext
 
 from .test_turn_engine import SCOPE, agent, invoke_turn, lookup, runner_turn, written
 from .turn_driver import FakeClock, call, calls, run
@@ -310,3 +310,34 @@ def test_a_metadata_only_plugin_gets_ids_names_and_reasons_but_no_content() -> N
     assert seen["before_tool"]["tool"] == "lookup" and "args" not in seen["before_tool"]
     assert set(seen["on_event"]["event"]) == {"id", "partial", "is_final"}
     assert not any(w in repr(CALLS) for w in ("Oslo", "private words", "secret answer")), "no content at all"
+
+
+def where_am_i(city: str, tool_context: ToolContext) -> dict:
+    """Report the trace this call continues.
+
+    Args:
+        city: Any city.
+    """
+    return {"traceparent": tool_context.traceparent}
+
+
+def test_a_tool_call_gets_the_traceparent_of_its_own_span_to_continue_the_trace() -> None:
+    caller = new_trace()
+    plan = agent(tools=[FunctionTool(where_am_i)])
+
+    def script() -> list[Any]:
+        return [calls(call("where_am_i", {"city": "Oslo"}, "c1")), "done"]
+
+    traced = run(
+        Turn(plan, input="hi", scope=SCOPE, trace=caller.traceparent, tracing=True, clock=FakeClock()), model=script()
+    )
+    [spans] = traced.of(Spans)
+    tool_span = next(r for r in spans.records if r.name == "execute_tool where_am_i")
+    seen = parse_traceparent(traced.of(RunTool)[0].context["traceparent"])
+    assert (seen.trace_id, seen.span_id) == (caller.trace_id, tool_span.span_id)
+    second = traced.of(CallModel)[1]
+    entries = [e["content"] for e in second.history if isinstance(e["content"], dict)]
+    parts = [p for c in entries for p in c["parts"] if p["type"] == "function_response"]
+    assert parse_traceparent(parts[0]["response"]["traceparent"]).span_id == tool_span.span_id
+    untraced = run(Turn(plan, input="hi", scope=SCOPE, trace=caller.traceparent, clock=FakeClock()), model=script())
+    assert untraced.of(RunTool)[0].context["traceparent"] == caller.traceparent, "without spans: the caller's trace"

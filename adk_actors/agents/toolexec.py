@@ -16,6 +16,7 @@ from adk_actors.content.json_values import copy_json
 from adk_actors.content.parts import FunctionCallPart
 from adk_actors.errors import AdkError, ToolError
 from adk_actors.logs import log_crash
+from adk_actors.models.outbound import TRACEPARENT
 from adk_actors.tools import (
     ToolContext,
     call_tool_sync,
@@ -98,8 +99,12 @@ def execute_tool(
                 return tool_result_response(name, call_id, decision["value"]).to_dict()
             if decision["action"] == "replace" and isinstance(decision["value"], dict):
                 args = decision["value"]
-        with running(ctx):
-            part = call_tool_sync(tool, FunctionCallPart(name=name, args=args, id=call_id), ctx)
+        marker = TRACEPARENT.set(ctx.traceparent)  # our HTTP clients the tool uses continue the call's trace
+        try:
+            with running(ctx):
+                part = call_tool_sync(tool, FunctionCallPart(name=name, args=args, id=call_id), ctx)
+        finally:
+            TRACEPARENT.reset(marker)
         delta = dict(ctx.actions.state_delta)
         control = ctx.actions.control()
         suspension = suspension_of(part.response)

@@ -204,6 +204,9 @@ class ToolContext:
     ancestry: tuple[str, ...] = ()
     """The agents of this invocation's delegation chain, root first, the calling agent last (private: a remote
     toolset's :meth:`redacted` context does not carry it)."""
+    traceparent: str = ""
+    """The W3C ``traceparent`` of the span this call belongs to (``""``: none): put it on the tool's outbound
+    requests (``adk_actors.observability.inject_headers``) to continue the trace. Correlation, never authorization."""
 
     @property
     def call_id(self) -> str | None:
@@ -211,7 +214,7 @@ class ToolContext:
         return self.function_call_id
 
     def __post_init__(self) -> None:
-        for name in ("invocation_id", "agent_name", "app_name", "user_id", "session_id"):
+        for name in ("invocation_id", "agent_name", "app_name", "user_id", "session_id", "traceparent"):
             if not isinstance(getattr(self, name), str):
                 raise ToolError("tool context field must be a str", reason="invalid_context", details={"field": name})
         if self.function_call_id is not None and not isinstance(self.function_call_id, str):

@@ -591,14 +591,19 @@ class Turn:
         timeout = self.spec.call_timeout_ms
         return self.clock() + (_AFTERWORK_S if timeout is None else timeout / 1000.0)
 
-    def _context(self) -> dict[str, Any]:
-        return {
+    def _context(self, span: Any = None) -> dict[str, Any]:
+        """A tool call's context (``ToolContext`` fields); ``span``: the call's own span, the trace it continues."""
+        context = {
             "invocation_id": self.invocation_id,
             "agent_name": self.spec.name,
             **self.scope,
             "state": self.state,
             "ancestry": (*self.ancestry, self.spec.name),
         }
+        trace = self.open_spans[span].context.traceparent if span in self.open_spans else self.trace
+        if trace:
+            context["traceparent"] = trace
+        return context
 
     # ---- start: admission, session, conversation, input ---------------------------------------------------------
     def _admit(self) -> None:
@@ -1739,7 +1744,7 @@ class Turn:
                 payload=tool.payload,
                 args=args,
                 call_id=call_id,
-                context=self._context(),
+                context=self._context(("tool", index)),
                 callbacks=self.spec.callbacks if hooks else (),
                 runner=self.session is not None,
                 deadline=deadline,
