@@ -341,3 +341,15 @@ def test_a_tool_call_gets_the_traceparent_of_its_own_span_to_continue_the_trace(
     assert parse_traceparent(parts[0]["response"]["traceparent"]).span_id == tool_span.span_id
     untraced = run(Turn(plan, input="hi", scope=SCOPE, trace=caller.traceparent, clock=FakeClock()), model=script())
     assert untraced.of(RunTool)[0].context["traceparent"] == caller.traceparent, "without spans: the caller's trace"
+
+
+def test_a_runner_turn_reports_its_admission_wait_policy_denials_and_outcome_for_the_metrics() -> None:
+    policy = {"id": "p1", "agents": {"allow": "all"}, "tools": {"deny": ["lookup"], "allow": "all"}}
+    plan = agent(tools=[FunctionTool(lookup)])
+    script = [calls(call("lookup", {"city": "Oslo"}, "c1")), "done"]
+    driver = run(runner_turn(plan, InMemorySessionService(), admission_control={}, runtime_policy=policy), model=script)
+    events = {ev.name: ev for t in driver.of(Telemetry) for ev in t.events}
+    assert events["runner.admission.wait"].metadata["outcome"] == "granted"
+    assert "wait_ms" in events["runner.admission.wait"].measurements
+    assert events["policy.denied"].metadata["policy"] == "p1"
+    assert events["runner.run.stop"].metadata["outcome"] == "completed"

@@ -613,8 +613,15 @@ class Turn:
             self._pre_run()
             return
 
+        asked = self.clock()
+
         def granted(permit: Any, error: AdkError | None) -> None:
             self._end_span("admission", error.reason if error is not None else None)
+            self._emit(
+                "runner.admission.wait",
+                {"wait_ms": round((self.clock() - asked) * 1000, 3)},
+                outcome="granted" if error is None else error.reason[:64],
+            )
             if error is not None:
                 if self.done:
                     return
@@ -929,6 +936,7 @@ class Turn:
             agent=self.spec.name,
             **({"run_id": session.request.run_id} if session.request.run_id else {}),
         )
+        self._emit("policy.denied", {}, policy=str(decision.policy_id)[:128], reason=decision.reason[:64])
         self._persist(audit_event(invocation_id=self.invocation_id, record=record), then)
 
     # ---- Runner plugins -----------------------------------------------------------------------------------------
@@ -2004,6 +2012,10 @@ class Turn:
 
         def answer() -> None:
             self._release_permit()
+            outcome = error.reason[:64] if error is not None else "paused" if paused else "completed"
+            self._emit(
+                "runner.run.stop", {"duration_ms": round((self.clock() - self.started) * 1000, 3)}, outcome=outcome
+            )
             if error is None and not paused:
                 self._notify_plugins("after_run", {"output": value.output if isinstance(value, TurnResult) else None})
             elif error is not None:
