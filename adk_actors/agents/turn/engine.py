@@ -336,7 +336,6 @@ class _Session:
     llm_calls: int = 0
     persisted: set[int] = field(default_factory=set)
     approved: set[int] = field(default_factory=set)
-    paused: Event | None = None
     state_delta: dict[str, Any] = field(default_factory=dict)
     """State the round's tools wrote (``tool_context.actions``), stored with the round's tool event."""
     streamed: list[str] = field(default_factory=list)
@@ -1981,7 +1980,6 @@ class Turn:
         if parts:
             self._persist(self._tool_event(parts), lambda: None)
         event = pause_event(invocation_id=self.invocation_id, author=self.spec.name, reason=reason, details=details)
-        session.paused = event
         self._persist(event, lambda: self._finish(TurnResult(kind="paused", event=session.events[-1]), None))
 
     # ---- the end ------------------------------------------------------------------------------------------------
