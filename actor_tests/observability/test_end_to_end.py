@@ -490,3 +490,39 @@ def test_runs_are_not_slowed_while_the_collector_holds_every_export(
         finally:
             hold.set()
             handle.stop()
+
+
+def test_a_workflow_exports_its_span_a_span_per_node_attempt_and_its_agents_nest_under_their_node(
+    node: Node,
+) -> None:
+    from adk_actors.workflows import Completed as WorkflowCompleted
+    from adk_actors.workflows.api import run_workflow
+    from adk_actors.workflows.spec import compile_workflow
+
+    assert node.collector is not None
+    workflow_id = f"traced-{uuid.uuid4().hex[:8]}"
+    compiled = compile_workflow(
+        {
+            "version": 1,
+            "id": workflow_id,
+            "kind": "graph",
+            "entry": "ask",
+            "nodes": [{"id": "ask", "type": "agent", "agent": {"name": SOLO, "prompt": "workflow question"}}],
+            "edges": {"ask": "end_node"},
+        }
+    )
+    outcome = run_workflow(compiled, {}, system=node.handle, timeout=60)
+    assert isinstance(outcome, WorkflowCompleted)
+    name = f"workflow {workflow_id}"
+
+    def whole(spans: list[ReceivedSpan]) -> bool:
+        roots = [s for s in spans if s.name == name]
+        return bool(roots) and any(s.trace_id == roots[0].trace_id and s.name == f"invoke_agent {SOLO}" for s in spans)
+
+    spans = node.collector.wait_for(f"{name} and its agent", whole)
+    root = next(s for s in spans if s.name == name)
+    mine = [s for s in spans if s.trace_id == root.trace_id]
+    step = next(s for s in mine if s.name == f"workflow_node {workflow_id}.ask")
+    assert step.parent_span_id == root.span_id and step.attributes["adk.workflow.node"] == "ask"
+    agent = next(s for s in mine if s.name == f"invoke_agent {SOLO}")
+    assert agent.parent_span_id == step.span_id, "the agent the node asked nests under the node's span"

@@ -37,6 +37,9 @@ from adk_actors.agents.api import agent_ref
 from adk_actors.agents.messages import Describe, Invoke
 from adk_actors.errors import AdkError, WorkflowError
 from adk_actors.events import Event, EventActions
+from adk_actors.observability import semconv
+from adk_actors.observability.spans import OpenSpan, export_spans, span_start
+from adk_actors.observability.spans import enabled as spans_enabled
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.runtime.server import DEFERRED, CallCtx, GenServer
 from adk_actors.runtime.workers import CancelJob
@@ -183,6 +186,9 @@ class WorkflowActor(GenServer):
         self.lease: Any = None
         self.started_at = time.time()
         self.finished = False
+        self.run_span: OpenSpan | None = None
+        """The workflow's span, where this process exports spans; each task attempt is a child span."""
+        self.task_spans: dict[str, OpenSpan] = {}
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
     def init(self, args: Any) -> Any:
@@ -209,6 +215,10 @@ class WorkflowActor(GenServer):
             self.lease = durable.lease
             self.ledger_seq = durable.seq
             self.start_timer(durable.lease_ms / 3000.0, _Renew())
+        if spans_enabled():
+            name = args.compiled.id
+            attributes = {semconv.ADK_OPERATION: "workflow", semconv.ADK_WORKFLOW_NAME: name[:128]}
+            self.run_span = span_start(f"workflow {name[:128]}", None, attributes)
         self.start_timer(0.0, _Start())
         return None
 
@@ -340,6 +350,10 @@ class WorkflowActor(GenServer):
         deadline = min(self.deadline, now + _ms(task.timeout_ms), now + _MAX_WAIT_S)
         attempt = self.attempts.get(task.id, 1)
         context = {**task.context, "attempt": attempt}
+        if self.run_span is not None:
+            assert self.args is not None
+            name, attributes = semconv.workflow_node(self.args.compiled.id, task.node)
+            self.task_spans[task.id] = span_start(name, self.run_span.context, {**attributes, "adk.attempt": attempt})
 
         def done(value: Any, error: AdkError | None) -> None:
             self._answered(task, value, error)
@@ -382,9 +396,10 @@ class WorkflowActor(GenServer):
                     ),
                 )
                 return
+            span = self.task_spans.get(task.id)
             self.call(
                 target,
-                Invoke(input=task.prompt or ""),
+                Invoke(input=task.prompt or "", trace=span.context.traceparent if span is not None else ""),
                 deadline,
                 lambda v, e: done(None if e else {"output": v, "delta": {}}, e),
             )
@@ -395,6 +410,9 @@ class WorkflowActor(GenServer):
         engine = self.engine
         assert engine is not None and self.args is not None
         self.jobs.pop(task.id, None)
+        span = self.task_spans.pop(task.id, None)
+        if span is not None:
+            export_spans([span.end(error_type=error.reason[:64] if error is not None else None)])
         if self.outcome is not None or task.id not in engine.in_flight:
             return
         if time.monotonic() >= self.deadline:
@@ -547,6 +565,13 @@ class WorkflowActor(GenServer):
             return
         self.outcome = outcome
         self._kill_jobs(list(self.jobs))
+        if self.run_span is not None:
+            reason = outcome.reason[:64] if isinstance(outcome, Failed | Cancelled) else None
+            records = [span.end(error_type="cancelled") for span in self.task_spans.values()]
+            records.append(self.run_span.end(error_type=reason))
+            self.task_spans.clear()
+            self.run_span = None
+            export_spans(records)
         args = self.args
         if args is not None and args.durable is not None and self.lease is not None:
             self._ledger_next()  # the final write, after any write in flight landed
