@@ -109,9 +109,9 @@ def test_a_jobs_own_memory_bound_is_tighter_than_its_class_and_fails_it_with_mem
         return RunJob(fn=callable_ref(_allocate), args=(mb,), deadline=time.monotonic() + 20, max_memory_mb=bound)
 
     with pytest.raises(WorkerError) as info:
-        system.ask("workers", job(2000, 600), 25)
+        system.ask("workers", job(900, 600), 25)
     assert info.value.reason == "memory_limit"
-    assert system.ask("workers", job(2000, None), 25) == 2000 * 1024 * 1024, "unbounded without it"
+    assert system.ask("workers", job(900, None), 25) == 900 * 1024 * 1024, "unbounded without it"
 
 
 def test_20_hung_functions_leave_another_hosts_throughput_unchanged_and_every_worker_is_replaced(make_system) -> None:
