@@ -185,6 +185,9 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
     )
     structlog.configure(
         processors=[
+            # First: a record its stdlib logger would drop is dropped before anything works on it (the scrubber
+            # walked every field of records that the node's log level then discarded).
+            structlog.stdlib.filter_by_level,
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
