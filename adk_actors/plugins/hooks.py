@@ -41,7 +41,10 @@ __all__ = [
     "HOOKS",
     "MAX_RESULT_BYTES",
     "NOTIFY_ONLY",
+    "build_plugin",
+    "call_hook",
     "freeze",
+    "hook_of",
     "load_plugin",
     "normalize_result",
     "plugin_label",
@@ -134,6 +137,21 @@ def thaw(value: Any) -> Any:
     return value
 
 
+def build_plugin(plugin: str | bytes, config: Any) -> Any:
+    """The object whose methods are the hooks: a class with a constructor of its own is built with the read-only
+    configuration, one without (hooks as plain or static methods) bare; a module or object is used as is."""
+    obj = load_plugin(plugin)
+    if isinstance(obj, type):
+        obj = obj() if getattr(obj, "__init__", None) is object.__init__ else obj(freeze(config))
+    return obj
+
+
+def call_hook(fn: Any, *args: Any) -> Any:
+    """Call a hook; an ``async`` one is run to completion here."""
+    raw = fn(*args)
+    return asyncio.run(_await(raw)) if inspect.isawaitable(raw) else raw
+
+
 def _instance(plugin: str | bytes, config: Mapping[str, Any]) -> Any:
     """The plugin object for ``(plugin, config)``, loaded (and a class instantiated) once per process."""
     key = (plugin, canonical_dumps(thaw(config)))
@@ -141,11 +159,7 @@ def _instance(plugin: str | bytes, config: Mapping[str, Any]) -> Any:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    obj = load_plugin(plugin)
-    if isinstance(obj, type):
-        # A class with its own constructor takes the configuration; one without (hooks as plain or static
-        # methods) is instantiated bare rather than failing on object.__init__'s signature.
-        obj = obj() if getattr(obj, "__init__", None) is object.__init__ else obj(freeze(config))
+    obj = build_plugin(plugin, config)
     with _cache_lock:
         _cache[key] = obj
         while len(_cache) > _CACHE_SIZE:
@@ -188,7 +202,7 @@ def normalize_result(raw: Any) -> dict[str, Any]:
     return {"action": kind, "value": prune_secrets(copied)}
 
 
-def _hook_of(obj: Any, hook: str, context: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def hook_of(obj: Any, hook: str, context: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """The callable to run for ``hook`` and its context: the phase hook, else the legacy ``on_error`` with
     ``context["phase"]``, else ``None``."""
     fn = getattr(obj, hook, None)
@@ -226,13 +240,10 @@ def run_plugin_hook(plugin: str | bytes, config: dict[str, Any], hook: str, cont
         return {"action": "failed", "reason": "unknown_hook"}
     try:
         obj = _instance(plugin, config)
-        fn, view = _hook_of(obj, hook, {"hook": hook, **context})
+        fn, view = hook_of(obj, hook, {"hook": hook, **context})
         if fn is None:
             return {"action": "continue"}
-        raw = fn(freeze(prune_secrets(thaw(view))))
-        if inspect.isawaitable(raw):
-            raw = asyncio.run(_await(raw))
-        return normalize_result(raw)
+        return normalize_result(call_hook(fn, freeze(prune_secrets(thaw(view)))))
     except ConfigError as err:
         if err.reason == "plugin_not_importable":
             return {"action": "failed", "reason": "plugin_not_importable"}

@@ -36,8 +36,6 @@ state. Whoever needs the instance again starts it again, explicitly.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import os
 import socket
 import time
@@ -57,10 +55,11 @@ from adk_actors.errors import (
 )
 from adk_actors.logs import log_crash
 from adk_actors.plugins.hooks import (
-    ERROR_HOOK_PHASES,
     HOOKS,
+    build_plugin,
+    call_hook,
     freeze,
-    load_plugin,
+    hook_of,
     normalize_result,
     plugin_label,
     thaw,
@@ -80,16 +79,6 @@ _INIT_JOB = CallableRef.by_name("adk_actors.plugins.instance:init_state_job")
 _HOOK_JOB = CallableRef.by_name("adk_actors.plugins.instance:hook_job")
 
 
-def _plugin_object(entry: str | bytes, config: Any) -> Any:
-    """The object whose methods are the hooks, built as the plugin core builds it (``hooks.run_plugin_hook``): a
-    class with a constructor of its own gets the read-only configuration, one without is instantiated bare; a
-    module or object is used as is. Built per job: the instance's state is its JSON state, never attributes."""
-    obj = load_plugin(entry)
-    if isinstance(obj, type):
-        obj = obj() if getattr(obj, "__init__", None) is object.__init__ else obj(freeze(config))
-    return obj
-
-
 def _failed(reason: str, **extra: Any) -> dict[str, Any]:
     return {"action": "failed", "reason": reason, **extra}
 
@@ -106,15 +95,6 @@ def _state_text(state: Any, max_state_bytes: int) -> tuple[str | None, str]:
     return text, ""
 
 
-async def _await(value: Any) -> Any:
-    return await value
-
-
-def _call(fn: Any, *args: Any) -> Any:
-    value = fn(*args)
-    return asyncio.run(_await(value)) if inspect.isawaitable(value) else value
-
-
 # ---- the worker side ------------------------------------------------------------------------------------------------
 def init_state_job(entry: str | bytes, config: Any, max_state_bytes: int) -> str:
     """Run ``init_state(config)`` (in a worker) and return the first state as canonical JSON text; a plugin
@@ -124,9 +104,9 @@ def init_state_job(entry: str | bytes, config: Any, max_state_bytes: int) -> str
         ValidationError: reason ``invalid_plugin_state`` (not JSON-safe) or ``plugin_state_too_large``.
         ConfigError: reason ``plugin_not_importable`` when the plugin does not load.
     """
-    plugin = _plugin_object(entry, config)
+    plugin = build_plugin(entry, config)
     init = getattr(plugin, "init_state", None)
-    state = _call(init, freeze(config)) if callable(init) else {}
+    state = call_hook(init, freeze(config)) if callable(init) else {}
     text, problem = _state_text(state, max_state_bytes)
     if text is None:
         raise ValidationError(
@@ -152,15 +132,11 @@ def hook_job(
         ``invalid_plugin_state``, ``plugin_state_too_large``.
     """
     try:
-        plugin = _plugin_object(entry, config)
-        view = {"hook": hook, **context}
-        fn = getattr(plugin, hook, None)
-        phase = ERROR_HOOK_PHASES.get(hook)
-        if not callable(fn) and phase:
-            fn, view = getattr(plugin, "on_error", None), {**view, "phase": phase}
-        if not callable(fn):
+        plugin = build_plugin(entry, config)  # per job: the instance's state is its JSON state, never attributes
+        fn, view = hook_of(plugin, hook, {"hook": hook, **context})
+        if fn is None:
             return {"result": {"action": "continue"}, "state": None}
-        answer = _call(fn, canonical_loads(state_text), freeze(prune_secrets(thaw(view))))
+        answer = call_hook(fn, canonical_loads(state_text), freeze(prune_secrets(thaw(view))))
     except ConfigError as err:
         if err.reason == "plugin_not_importable":
             return {"result": _failed("plugin_not_importable"), "state": None}
