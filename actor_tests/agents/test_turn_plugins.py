@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from adk_actors.agents.messages import Invoke, TurnResult
 from adk_actors.agents.turn.effects import CallAgent, CallModel, Fail, RunPlugin, RunTool, Spans, Telemetry
 from adk_actors.agents.turn.engine import Turn
-from adk_actors.errors import AskTimeout, PluginError
+from adk_actors.agents.turn.options import runner_options
+from adk_actors.errors import AskTimeout, ConfigError, PluginError
 from adk_actors.observability.trace import new_trace, parse_traceparent
 from adk_actors.sessions import InMemorySessionService
 from adk_actors.tools import FunctionTool, ToolContext
@@ -353,3 +358,26 @@ def test_a_runner_turn_reports_its_admission_wait_policy_denials_and_outcome_for
     assert "wait_ms" in events["runner.admission.wait"].measurements
     assert events["policy.denied"].metadata["policy"] == "p1"
     assert events["runner.run.stop"].metadata["outcome"] == "completed"
+
+
+@pytest.mark.parametrize(
+    ("value", "key"),
+    [
+        ({"capture_content": True}, "observability.capture_content"),
+        ({"attributes": {"k": object()}}, "observability.attributes"),
+        ({"attributes": {f"k{i}": i for i in range(33)}}, "observability.attributes"),
+        ({"colour": "red"}, "observability.colour"),
+        ("bogus", "observability"),
+    ],
+)
+def test_a_bad_observability_option_is_refused_with_its_key(value: Any, key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        runner_options(observability=value)
+    assert info.value.details["key"] == key
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=40), st.one_of(st.integers(), st.text(max_size=40)), max_size=8))
+def test_observability_attributes_of_names_and_short_scalars_are_kept(attributes: dict[str, Any]) -> None:
+    options = runner_options(observability={"attributes": attributes})
+    assert options.observability is True and options.span_attributes == attributes
+    assert runner_options(observability="disabled").observability is False
