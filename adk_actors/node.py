@@ -15,6 +15,7 @@ from typing import Any
 
 from adk_actors.admission.actor import ADMISSION_NAME
 from adk_actors.admission.logic import AdmissionConfig
+from adk_actors.observability import bus as observability_bus
 from adk_actors.observability import setup as observability_setup
 from adk_actors.runs.actor import INDEX_NAME as RUN_INDEX
 from adk_actors.runtime import children as runtime_children
@@ -71,13 +72,16 @@ def preflight(settings: Settings) -> None:
 
     Raises:
         StorageError: ``open_failed`` / ``schema_too_new``.
-        ConfigError: an unknown backend or an unparseable URL.
+        ConfigError: an unknown backend or an unparseable URL; an ``observability_bus`` setting that
+            :func:`~adk_actors.observability.bus.configure_bus` refuses (``details["key"]`` names its argument).
     """
     runtime_children.preflight(settings)
     session_service_for(settings).close()
     # Runs in the boot process before the node's processes fork: each of them inherits the span export settings
     # and configures its exporter on its first span (docs/OBSERVABILITY.md).
     os.environ.update(observability_setup.node_environment(settings))
+    # The envelope bus likewise: each process that submits an envelope builds its own bus from this on first use.
+    os.environ.update(observability_bus.bus_environment(settings.observability_bus))
 
 
 def session_service(settings: Settings | None = None) -> BaseSessionService:

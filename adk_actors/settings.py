@@ -111,6 +111,10 @@ class Settings:
     stays unsampled)."""
     otel_max_queue: int = 2048
     """Observability: spans a process holds for export at most; past it new spans are dropped and counted."""
+    observability_bus: Mapping[str, Any] = field(default_factory=dict)
+    """Observability: the node's envelope bus, as the keyword arguments of
+    :func:`adk_actors.observability.bus.configure_bus` (``exporters`` as importable names); empty means no bus.
+    Checked fully when the node starts (docs/OBSERVABILITY.md, "The bus")."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Reserved for later issues' sections; must be empty today."""
 
@@ -134,6 +138,7 @@ class Settings:
         out["extra"] = dict(self.extra)
         out["agent_limits"] = dict(self.agent_limits)
         out["otel_resource_attributes"] = dict(self.otel_resource_attributes)
+        out["observability_bus"] = json.loads(json.dumps(self.observability_bus))
         return out
 
     @classmethod
@@ -152,6 +157,7 @@ class Settings:
         out["extra"] = dict(self.extra)
         out["agent_limits"] = dict(self.agent_limits)
         out["otel_resource_attributes"] = dict(self.otel_resource_attributes)
+        out["observability_bus"] = json.loads(json.dumps(self.observability_bus))
         return out
 
 
@@ -169,6 +175,7 @@ MAX_OTEL_QUEUE = 65536
 MAX_RESOURCE_ATTRIBUTES = 64
 MAX_RESOURCE_KEY = 128
 MAX_RESOURCE_VALUE = 256
+MAX_BUS_SETTING_BYTES = 16 * 1024 * 1024
 
 
 def _is_loopback_host(host: str) -> bool:
@@ -282,6 +289,21 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_OTEL_QUEUE:
             raise bad(f"expected an integer from 1 to {MAX_OTEL_QUEUE}")
         return value
+    if key == "observability_bus":
+        if from_env and isinstance(value, str):
+            try:
+                value = json.loads(value) if value else {}
+            except ValueError:
+                raise bad("expected a JSON object of configure_bus arguments") from None
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            raise bad("expected a mapping of configure_bus arguments")
+        try:
+            encoded = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            raise bad("expected JSON values (exporters as importable names)") from None
+        if len(encoded) > MAX_BUS_SETTING_BYTES:
+            raise bad(f"at most {MAX_BUS_SETTING_BYTES} bytes as JSON")
+        return json.loads(encoded)
     if key == "extra":
         if not isinstance(value, Mapping) or value:
             raise bad("no extra settings are defined yet")

@@ -7,9 +7,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,3 +107,66 @@ def test_status_says_metrics_are_unavailable_when_the_node_has_no_telemetry_hub(
             raise NameNotFound("no telemetry hub", reason="not_found")
 
     assert node_metrics(NoHub()) == {"unavailable": "not_found"}
+
+
+def test_async_delivery_reaches_the_nodes_bus_and_an_oversized_envelope_is_dropped_and_counted(
+    make_system: Callable[..., ActorSystemHandle], monkeypatch: pytest.MonkeyPatch, emu: Emulator, tmp_path: Path
+) -> None:
+    from adk_actors import Runner
+    from adk_actors.observability.bus import BUS_ENV
+    from adk_actors.sessions.actor import ActorSessionService
+
+    # node.preflight writes the bus into this process's environment for the node's processes; restore it after.
+    monkeypatch.setenv(BUS_ENV, "")
+    envelopes = str(tmp_path / "bus-envelopes.jsonl")
+    bus = {
+        "exporters": [
+            {
+                "id": "journal",
+                "exporter": "actor_tests.observability.exporter_support:JournalExporter",
+                "config": {"journal": envelopes},
+            }
+        ],
+        "max_event_bytes": 4096,
+        "batch_size": 8,
+    }
+    handle = make_system(observability_bus=bus)
+    name = f"Bussed_{uuid.uuid4().hex[:8]}"
+    agent = spawn_agent(name, {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"}, system=handle)
+    try:
+        svc = ActorSessionService(system=handle)
+        quiet = Runner(name, "bus_app", svc, system=handle, observability={"delivery": "async"})
+        quiet.run("u1", "s-meta", "Hello, private-text-b3.")
+        seen = until_journal(envelopes, lambda got: any(e["hook"] == "after_run" for e in got))
+        assert {e["session_id"] for e in seen} == {"s-meta"} and seen[0]["hook"] == "on_user_message"
+        assert "private-text-b3" not in json.dumps(seen)
+
+        loud = Runner(name, "bus_app", svc, system=handle, observability={"delivery": "async", "capture_content": True})
+        # Its input (and the emulator's echo of it) makes every envelope that carries them larger than 4096 bytes.
+        loud.run("u1", "s-content", "x" * 6000)
+        later = until_journal(
+            envelopes, lambda got: any(e.get("session_id") == "s-content" and e["hook"] == "before_agent" for e in got)
+        )
+        mine = [e["hook"] for e in later if e.get("session_id") == "s-content"]
+        assert mine[0] == "before_run" and "on_user_message" not in mine and "after_run" not in mine
+        assert all(e["content_captured"] for e in later if e.get("session_id") == "s-content")
+    finally:
+        stop_agent(agent, system=handle)
+
+    def dropped() -> float:
+        series = observability.snapshot(handle)["instruments"].get("adk.observability.dropped", {}).get("series", [])
+        return sum(s["value"] for s in series if s["labels"].get("reason") == "bus.event_too_large")
+
+    deadline = time.monotonic() + 30
+    while not dropped():
+        assert time.monotonic() < deadline, "the bus drop reached the node's metrics"
+
+
+def until_journal(path: str, done: Callable[[list[dict[str, Any]]], bool]) -> list[dict[str, Any]]:
+    """The journal's envelopes once ``done`` holds for them (the bus delivers in the background)."""
+    from actor_tests.observability import exporter_support
+
+    deadline = time.monotonic() + 30
+    while not done(got := exporter_support.read_journal(path)):
+        assert time.monotonic() < deadline, f"envelopes in {path}: {[(e['hook'], e.get('session_id')) for e in got]}"
+    return got

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from adk_actors.errors import ConfigError
-from adk_actors.observability import setup, spans
+from adk_actors.observability import bus, setup, spans
 from adk_actors.settings import Settings, check_otel_endpoint, load_settings
 
 
@@ -142,3 +143,29 @@ def test_a_broken_inherited_configuration_turns_export_off_without_failing_the_e
     monkeypatch.setenv(setup.NODE_ENV, json.dumps({"endpoint": "http://127.0.0.1:4318", "bogus": 1}))
     with pytest.raises(ConfigError):
         setup.configure_from_environment()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [["exporters"], {"exporters": [{"id": "a", "exporter": object()}]}, {1: 2}, {"batch_size": float("nan")}, "{"],
+)
+def test_a_bus_setting_that_is_not_a_json_object_of_arguments_is_a_config_error(value: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings(observability_bus=value)  # type: ignore[arg-type]
+    assert info.value.details["key"] == "observability_bus"
+
+
+def test_the_bus_setting_comes_from_the_environment_and_a_node_refuses_a_bus_it_cannot_build(
+    make_system: Callable[..., object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exporter = {"id": "j", "exporter": "actor_tests.observability.exporter_support:JournalExporter"}
+    s = load_settings(None, env={"ADK_OBSERVABILITY_BUS": json.dumps({"exporters": [exporter], "batch_size": 4})})
+    assert s.observability_bus == {"exporters": [exporter], "batch_size": 4}
+    assert Settings.from_dict(s.to_dict()) == s
+    monkeypatch.setenv(bus.BUS_ENV, "")  # a node's preflight writes the variable; restore it after the test
+    with pytest.raises(ConfigError) as info:
+        make_system(observability_bus={"exporters": [exporter], "batch_size": 0})
+    assert (info.value.reason, info.value.details["key"]) == ("invalid_value", "batch_size")
+    with pytest.raises(ConfigError) as info:
+        make_system(observability_bus={"exporters": [{**exporter, "exporter": "no.such.module:Thing"}]})
+    assert info.value.reason == "plugin_not_importable"

@@ -329,10 +329,34 @@ def hook_context(hook: str) -> dict[str, Any]:
     return context
 
 
+def metadata_logger(**config: Any) -> Any:
+    entry = {"id": "meta", "plugin": f"{BUILTINS}:MetadataLogger", "mode": "observe", "failure_policy": "open"}
+    return compile_plugins([{**entry, "config": config}]).plugins[0]
+
+
+def test_the_metadata_logger_logs_the_run_lifecycle_and_errors_by_default() -> None:
+    descriptor = metadata_logger()
+    assert descriptor.hooks == (
+        "before_run",
+        "after_run",
+        "on_model_error",
+        "on_tool_error",
+        "on_agent_error",
+        "on_run_error",
+    )
+    assert not descriptor.handles("before_model") and not descriptor.handles("on_event")
+    assert metadata_logger(detail="run").hooks == descriptor.hooks
+
+
+@pytest.mark.parametrize("config", [{"detail": "all"}, {"detail": "run", "level": "debug"}])
+def test_a_bad_metadata_logger_config_is_refused_when_the_runner_is_built(config: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError) as info:
+        metadata_logger(**config)
+    assert info.value.reason == "invalid_value" and info.value.details["key"] == "config"
+
+
 def test_the_metadata_logger_observes_every_hook_with_one_content_free_record() -> None:
-    descriptor = compile_plugins(
-        [{"id": "meta", "plugin": f"{BUILTINS}:MetadataLogger", "mode": "observe", "failure_policy": "open"}]
-    ).plugins[0]
+    descriptor = metadata_logger(detail="hooks")
     assert descriptor.hooks == HOOKS
     for hook in HOOKS:
         with capture_logs() as records:

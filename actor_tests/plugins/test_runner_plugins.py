@@ -479,7 +479,7 @@ def test_the_metadata_logger_plugin_logs_content_free_records_to_the_node_log(
     system: ActorSystemHandle, emu: Emulator, journal: Journal, make_runner: Callable[..., Runner]
 ) -> None:
     emu.set_script({"rules": [LOOKUP, AFTER_TOOL, ECHO]})
-    audit = builtin("MetadataLogger", mode="observe", failure_policy="open")
+    audit = builtin("MetadataLogger", mode="observe", failure_policy="open", config={"detail": "hooks"})
     runner = make_runner([audit], [journal_tool(journal, "lookup")], instructions="Secret-instruction-w4.")
     runner.run(USER, unique("s"), "Please look it up, private-text-p8.")
 
@@ -504,6 +504,57 @@ def test_the_metadata_logger_plugin_logs_content_free_records_to_the_node_log(
     text = "\n".join(logged)
     for content in ("private-text-p8", "Secret-instruction-w4", "Zanzibar-Q7", "Tool said"):
         assert content not in text  # ... never the input, the instructions, the arguments or a result
+
+
+def test_the_metadata_logger_logs_only_the_run_lifecycle_by_default(
+    system: ActorSystemHandle, emu: Emulator, journal: Journal, make_runner: Callable[..., Runner]
+) -> None:
+    emu.set_script({"rules": [LOOKUP, AFTER_TOOL, ECHO]})
+    audit = builtin("MetadataLogger", mode="observe", failure_policy="open")
+    runner = make_runner([audit], [journal_tool(journal, "lookup")])
+    runner.run(USER, unique("s"), "Please look it up.")
+
+    def records() -> list[str]:
+        mine = [x for x in system.log_sink.read_text(errors="replace").splitlines() if f"plugin_id={audit['id']} " in x]
+        return mine if any(" hook=after_run " in x for x in mine) else []
+
+    logged = until(records, WAIT_S, "the metadata records in the node log")
+    assert [m.group(1) for line in logged if (m := re.search(r" hook=(\w+) ", line))] == ["before_run", "after_run"]
+
+
+def test_a_sync_exporter_in_the_worker_pool_gets_the_metadata_envelopes_of_a_tool_run(
+    emu: Emulator, journal: Journal, make_runner: Callable[..., Runner], tmp_path: Path
+) -> None:
+    from actor_tests.observability import exporter_support
+
+    emu.set_script({"rules": [LOOKUP, AFTER_TOOL, ECHO]})
+    envelopes = str(tmp_path / "envelopes.jsonl")
+    exporter = {
+        "id": "journal",
+        "exporter": exporter_support.JournalExporter,
+        "timeout_ms": HOOK_MS,
+        "failure_policy": "closed",
+        "config": {"journal": envelopes},
+    }
+    runner = make_runner(
+        [],
+        [journal_tool(journal, "lookup")],
+        runner_options={"observability": {"exporters": [exporter], "attributes": {"env": "test"}}},
+    )
+    sid = unique("s")
+    assert runner.run(USER, sid, "Please look it up, private-text-p8.").startswith("Tool said")
+    seen = until(
+        lambda: (got := exporter_support.read_journal(envelopes)) and got[-1]["hook"] == "after_run" and got,
+        WAIT_S,
+        "the after_run envelope",
+    )
+    hooks = [e["hook"] for e in seen]
+    assert hooks[0] == "on_user_message" and "before_tool" in hooks and hooks[-1] == "after_run"
+    assert {e["session_id"] for e in seen} == {sid} and len({e["invocation_id"] for e in seen}) == 1
+    assert all(e["attributes"] == {"env": "test"} and e["content_captured"] is False for e in seen)
+    text = json.dumps(seen)
+    for content in ("private-text-p8", "Zanzibar-Q7", "Tool said"):
+        assert content not in text
 
 
 @pytest.mark.parametrize("filter_first", [True, False])

@@ -51,6 +51,7 @@ from adk_actors.agents.turn.engine import AgentPlan, Conversation, Turn
 from adk_actors.content.canonical import canonical_dumps
 from adk_actors.content.json_values import copy_json
 from adk_actors.errors import ActorCrashed, AdkError, ConfigError, RunError
+from adk_actors.observability.bus import take_bus_dropped
 from adk_actors.observability.spans import enabled as tracing
 from adk_actors.observability.spans import export_spans, take_dropped
 from adk_actors.plugins.hooks import run_plugin_hook
@@ -345,6 +346,10 @@ class AgentActor(GenServer):
     def _send_telemetry(self) -> None:
         for reason, count in take_dropped().items():  # span export drops of this process, as metrics see them
             self.telemetry_queue.append(telemetry_event("observability.dropped", {"count": count}, reason=reason))
+        for reason, count in take_bus_dropped().items():  # envelopes the bus of this process dropped
+            self.telemetry_queue.append(
+                telemetry_event("observability.dropped", {"count": count}, reason=f"bus.{reason}")
+            )
         if self.telemetry_queue:
             self.send_to(TELEMETRY_NAME, Emit(events=tuple(self.telemetry_queue)))
             self.telemetry_queue = []

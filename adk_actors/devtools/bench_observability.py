@@ -4,11 +4,13 @@ The same ``Runner.run`` text turn on four nodes, one after the other:
 
 * (a) no plugins, span export off (no ``otel_endpoint``);
 * spans only: every span exported over OTLP/HTTP to a local collector;
-* metadata logger only: ``adk_actors.plugins.builtins:MetadataLogger`` (``mode="observe"``, ``inline=True``);
+* metadata logger only: ``adk_actors.plugins.builtins:MetadataLogger`` (``mode="observe"``, ``inline=True``, its
+  default ``detail="run"``: a record when the run starts and one when it ends);
 * (b) both.
 
 The four run twice: at ``log_level="warning"`` (the metadata logger's records are filtered, as in the ``runner``
-benchmark) and at the node's default ``log_level="info"`` (every record is written). The target is (b) ≤ (a) +
+benchmark) and at the node's default ``log_level="info"`` (every record is written, by the agent's process
+straight to the node's sink file: :class:`~adk_actors.logs.AppendSink`). The target is (b) ≤ (a) +
 0.5 ms CPU per turn; the two middle cases say where the difference comes from.
 
 The Gemini emulator and the collector (:func:`otlp_sink`: decodes each request and counts its spans) run in
@@ -216,8 +218,9 @@ def bench_observability(ctx: Any) -> dict[str, Any]:
             "Each case starts its own node (2 hosts, 2 workers). Span export goes to a collector process on "
             "127.0.0.1 that decodes each request and counts its spans: 'spans received' is what it got of what "
             "the turns (and the 10 warm-up turns) made.",
-            "The metadata logger runs inline in the agent's host, on every hook of the turn; at log_level warning "
-            "its records are filtered, at info (the node default) each one is written to the node's log.",
+            "The metadata logger runs inline in the agent's host with its default detail='run' (a record when the "
+            "run starts, one when it ends); at log_level warning its records are filtered, at info (the node "
+            "default) each one is written by the agent's process straight to the node's sink file.",
             "CPU = every process of the node plus the caller; the emulator and the collector run in processes "
             "of their own and are not counted. Span export's own thread (batching, protobuf, HTTP) is counted.",
         ],

@@ -5,7 +5,9 @@
 * :mod:`~adk_actors.observability.semconv` — the pinned GenAI convention version and span builders;
 * :mod:`~adk_actors.observability.spans` — :class:`SpanRecord`, :func:`span_start`, :func:`export_spans`;
 * :mod:`~adk_actors.observability.setup` — per-process export configuration;
-* :mod:`~adk_actors.observability.metrics` — the bounded registry the telemetry hub keeps.
+* :mod:`~adk_actors.observability.metrics` — the bounded registry the telemetry hub keeps;
+* :mod:`~adk_actors.observability.exporters` — observation envelopes and the Runner's exporter descriptors;
+* :mod:`~adk_actors.observability.bus` — the per-process bus that batches envelopes for async delivery.
 
 OpenTelemetry (the ``otel`` extra) is optional: without it everything here imports and span export is a no-op.
 docs/OBSERVABILITY.md is the guide.
@@ -15,6 +17,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from adk_actors.observability.bus import (
+    TransientExportError,
+    bus_configured,
+    bus_stats,
+    configure_bus,
+    shutdown_bus,
+    submit,
+)
+from adk_actors.observability.bus import flush as flush_bus
+from adk_actors.observability.exporters import ENVELOPE_SCHEMA, build_envelope
 from adk_actors.observability.semconv import SEMCONV_VERSION
 from adk_actors.observability.setup import configure, configure_from_settings, flush, node_environment, shutdown
 from adk_actors.observability.spans import OpenSpan, SpanRecord, export_spans, span_start, stats
@@ -30,16 +42,23 @@ from adk_actors.observability.trace import (
 )
 
 __all__ = [
+    "ENVELOPE_SCHEMA",
     "SEMCONV_VERSION",
     "OpenSpan",
     "SpanRecord",
     "TraceContext",
+    "TransientExportError",
+    "build_envelope",
+    "bus_configured",
+    "bus_stats",
     "child_of",
     "configure",
+    "configure_bus",
     "configure_from_settings",
     "current",
     "export_spans",
     "flush",
+    "flush_bus",
     "from_headers",
     "inject_headers",
     "new_span_id",
@@ -47,9 +66,11 @@ __all__ = [
     "node_environment",
     "parse_traceparent",
     "shutdown",
+    "shutdown_bus",
     "snapshot",
     "span_start",
     "stats",
+    "submit",
 ]
 
 

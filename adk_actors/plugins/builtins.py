@@ -43,7 +43,7 @@ from typing import Any
 
 from adk_actors.errors import ConfigError
 from adk_actors.logs import get_logger
-from adk_actors.plugins.hooks import thaw
+from adk_actors.plugins.hooks import HOOKS, thaw
 
 __all__ = ["ContextFilter", "GlobalInstruction", "MetadataLogger", "ReflectRetry"]
 
@@ -224,17 +224,33 @@ def _tag_of(value: Any) -> str | None:
 
 
 class MetadataLogger:
-    """Logs one structlog record ``adk_actors.plugins.metadata`` per hook with content-free metadata: the hook,
-    the run, invocation and agent ids, the plugin id, the tool name and call id, reason tags (an error's reason, a
-    model answer's finish reason) and, for ``on_event``, the event's id and flags. Never content, arguments,
-    results, instructions or configuration. Use it with ``mode="observe"``. It declares ``metadata_only``, so the
-    Runner hands it metadata-only contexts (cheap: no history or content is copied for it).
+    """Logs structlog records ``adk_actors.plugins.metadata`` with content-free metadata: the hook, the run,
+    invocation and agent ids, the plugin id, the tool name and call id, reason tags (an error's reason, a model
+    answer's finish reason) and, for ``on_event``, the event's id and flags. Never content, arguments, results,
+    instructions or configuration. Use it with ``mode="observe"``. It declares ``metadata_only``, so the Runner
+    hands it metadata-only contexts (cheap: no history or content is copied for it).
+
+    ``config={"detail": "run"}`` (the default) logs the run's lifecycle: one record when it starts, one when it
+    ends (``after_run`` or ``on_run_error``) and one per model, tool or agent error. ``"hooks"`` logs every hook
+    (about a dozen records per text turn: each costs a log write, see docs/PERFORMANCE.md).
     """
 
     metadata_only = True
+    DETAILS = ("run", "hooks")
+    RUN_HOOKS = ("before_run", "after_run", "on_model_error", "on_tool_error", "on_agent_error", "on_run_error")
+    """The hooks of ``detail="run"``."""
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         self.log = get_logger("adk_actors.plugins.metadata")
+
+    @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> None:
+        if config.get("detail", "run") not in cls.DETAILS or set(config) - {"detail"}:
+            raise ConfigError("the metadata logger's config is {'detail': 'run' | 'hooks'}", reason="invalid_value")
+
+    @classmethod
+    def hooks_for(cls, config: Mapping[str, Any]) -> tuple[str, ...]:
+        return HOOKS if config.get("detail", "run") == "hooks" else cls.RUN_HOOKS
 
     def _record(self, context: Mapping[str, Any]) -> None:
         fields: dict[str, Any] = {"hook": context.get("hook")}

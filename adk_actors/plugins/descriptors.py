@@ -68,15 +68,20 @@ def _error(message: str, reason: str, plugin_id: Any, **details: Any) -> ConfigE
     return ConfigError(message, reason=reason, details={"plugin": ident, **details})
 
 
+def is_bounded_name(value: Any, max_bytes: int = MAX_ID_BYTES) -> bool:
+    """Whether ``value`` is a non-empty string of at most ``max_bytes`` UTF-8 bytes without control characters
+    (the rule for plugin and exporter ids)."""
+    if not isinstance(value, str) or not 0 < len(value) <= max_bytes:
+        return False
+    try:
+        return len(value.encode("utf-8")) <= max_bytes and all(" " <= ch != "\x7f" for ch in value)
+    except UnicodeEncodeError:
+        return False
+
+
 def _check_name(value: Any, key: str, plugin_id: Any, reason: str) -> str:
     """A non-empty id of at most :data:`MAX_ID_BYTES` UTF-8 bytes without control characters."""
-    ok = isinstance(value, str) and 0 < len(value) <= MAX_ID_BYTES
-    if ok:
-        try:
-            ok = len(value.encode("utf-8")) <= MAX_ID_BYTES and all(" " <= ch != "\x7f" for ch in value)
-        except UnicodeEncodeError:
-            ok = False
-    if not ok:
+    if not is_bounded_name(value):
         raise _error(
             f"{key} must be a non-empty name of at most {MAX_ID_BYTES} UTF-8 bytes", reason, plugin_id, key=key
         )
@@ -143,7 +148,8 @@ def plugin_entry(plugin: Any, plugin_id: Any = None) -> str | bytes:
 
 def _hooks_of(plugin: str | bytes, plugin_id: Any, config: dict[str, Any]) -> tuple[str, ...]:
     """The hooks the plugin defines (in :data:`HOOKS` order); a class's optional ``check_config(config)`` runs
-    here, so a malformed configuration fails when the Runner is built rather than on the first hook."""
+    here, so a malformed configuration fails when the Runner is built rather than on the first hook, and its
+    optional ``hooks_for(config)`` narrows the hooks the engine asks it for."""
     try:
         obj = load_plugin(plugin)
     except ConfigError:
@@ -161,6 +167,10 @@ def _hooks_of(plugin: str | bytes, plugin_id: Any, config: dict[str, Any]) -> tu
             ) from None
         except Exception:
             raise _error("the plugin rejected its config", "invalid_value", plugin_id, key="config") from None
+    narrow = getattr(obj, "hooks_for", None) if isinstance(obj, type) else None
+    if callable(narrow):  # a class may serve fewer hooks for some configurations (the metadata logger's detail)
+        wanted = set(narrow(config))
+        hooks = tuple(h for h in hooks if h in wanted)
     return hooks
 
 

@@ -90,9 +90,9 @@ def _boot(spec: dict[str, Any]) -> dict[str, Any]:
 
     from thespian.actors import ActorSystem
 
-    from adk_actors.logs import LIBRARY_LEVEL_ENV, quiet_libraries
+    from adk_actors.logs import LIBRARY_LEVEL_ENV, quiet_libraries, sink_environment
     from adk_actors.runtime.lane import held_lane_names
-    from adk_actors.runtime.logdefs import log_defs
+    from adk_actors.runtime.logdefs import log_defs, sink_path
     from adk_actors.runtime.messages import Call, Failure, Reply, SupInit
     from adk_actors.runtime.root import ROOT_NAME, AwaitReady, Root, RootArgs
     from adk_actors.settings import Settings
@@ -104,6 +104,13 @@ def _boot(spec: dict[str, Any]) -> dict[str, Any]:
     )
     _private_outputs(data_dir)
     os.environ[LIBRARY_LEVEL_ENV] = settings.library_log_level  # inherited by every process of the node
+    # Our own records go straight to the sink file from every process (logs.AppendSink), not through Thespian's
+    # logger process; third-party records keep Thespian's path.
+    os.environ.update(
+        sink_environment(
+            str(sink_path(data_dir, port)), spec.get("log_level", "info"), spec.get("log_format", "console")
+        )
+    )
     quiet_libraries()
     check_bind(settings.bind_ip, settings.allow_remote_bind)
     if settings.local_lanes:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from adk_actors.logs import SINK_FORMAT
+
 __all__ = ["NULL_LOG_DEFS", "log_defs", "sink_path", "thesplog_path"]
 
 NULL_LOG_DEFS: dict[str, Any] = {
@@ -26,9 +28,7 @@ def thesplog_path(data_dir: Path, port: int) -> Path:
 def log_defs(data_dir: Path, port: int, level: str = "info", log_format: str = "console") -> dict[str, Any]:
     """A dictConfig for Thespian's logger process: every record passes ``ScrubFilter`` into the sink file."""
     formatter: dict[str, Any] = (
-        {"()": "adk_actors.logs.JsonFormatter"}
-        if log_format == "json"
-        else {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}
+        {"()": "adk_actors.logs.JsonFormatter"} if log_format == "json" else {"format": SINK_FORMAT}
     )
     return {
         "version": 1,

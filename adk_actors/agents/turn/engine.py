@@ -945,7 +945,7 @@ class Turn:
         return self.plugins is not None and bool(self.plugins.for_hook(hook))
 
     def _hook_context(self, hook: str, extra: Mapping[str, Any]) -> dict[str, Any]:
-        return {
+        context = {
             "hook": hook,
             "run_id": self.run_id,
             "invocation_id": self.invocation_id,
@@ -953,6 +953,10 @@ class Turn:
             "agent": self.spec.name,
             **extra,
         }
+        trace = self.trace  # correlation for plugins and exporters: the turn's span (or the caller's)
+        if trace:
+            context["traceparent"] = trace
+        return context
 
     def _hook(
         self,

@@ -8,6 +8,7 @@ from typing import Any
 
 from adk_actors.agents.context import ContextPolicy
 from adk_actors.errors import ConfigError
+from adk_actors.observability.exporters import exporter_plugins
 from adk_actors.plugins.descriptors import PluginPipeline, compile_plugins
 from adk_actors.policy import RuntimePolicy
 
@@ -26,7 +27,7 @@ MAX_RUN_TIMEOUT_MS = 365 * 86400 * 1000
 _STREAMING_MODES = ("none", "text", "content")
 _TOOL_EXECUTION_KEYS = frozenset({"mode", "max_concurrency", "tool_timeout"})
 _ADMISSION_KEYS = frozenset({"overflow", "queue_timeout"})
-_OBSERVABILITY_KEYS = frozenset({"attributes", "capture_content"})
+_OBSERVABILITY_KEYS = frozenset({"attributes", "capture_content", "exporters", "delivery", "failure_policy"})
 _MAX_SPAN_ATTRIBUTES = 32
 
 
@@ -143,7 +144,9 @@ def runner_options(**options: Any) -> RunnerOptions:
     plugins = options.get("plugins")
     if plugins is not None and not isinstance(plugins, PluginPipeline):
         plugins = compile_plugins(plugins)
-    observability, attributes = _observability(options.get("observability"))
+    observability, attributes, exporters = _observability(options.get("observability"))
+    if exporters:  # after the Runner's own plugins: they observe what the plugins decided
+        plugins = compile_plugins([*(plugins.plugins if plugins is not None else ()), *exporters])
     context = options.get("context_policy")
     if not isinstance(context, ContextPolicy):
         context = ContextPolicy.from_config(context)
@@ -171,17 +174,21 @@ def runner_options(**options: Any) -> RunnerOptions:
     )
 
 
-def _observability(value: Any) -> tuple[bool, dict[str, Any]]:
-    """``None`` (on, metadata only), ``"disabled"``, or ``{"attributes": {name: scalar}, "capture_content":
-    False}``. Content is never captured: ``capture_content=True`` is refused rather than ignored."""
+def _observability(value: Any) -> tuple[bool, dict[str, Any], tuple[Any, ...]]:
+    """``None`` (on, metadata only), ``"disabled"``, or ``{"attributes": {name: scalar}, "exporters": [...],
+    "delivery": "sync"|"async", "failure_policy": "open"|"closed", "capture_content": False}``: whether spans are
+    on, their extra attributes, and the observation plugins the exporters become
+    (:func:`~adk_actors.observability.exporters.exporter_plugins`). ``capture_content=True`` puts content in the
+    exporters' envelopes only; spans and metrics never carry it."""
     if value is None:
-        return True, {}
+        return True, {}, ()
     if value == "disabled":
-        return False, {}
+        return False, {}, ()
     config = _strict(value, "observability", _OBSERVABILITY_KEYS)
-    if config.get("capture_content", False) is not False:
+    capture = config.get("capture_content", False)
+    if not isinstance(capture, bool):
         raise ConfigError(
-            "content capture is not supported: spans and metrics carry metadata only",
+            "observability.capture_content is a bool",
             reason="invalid_value",
             details={"key": "observability.capture_content"},
         )
@@ -202,4 +209,21 @@ def _observability(value: Any) -> tuple[bool, dict[str, Any]]:
             reason="invalid_value",
             details={"key": "observability.attributes"},
         )
-    return True, dict(attributes)
+    delivery = config.get("delivery", "sync")
+    exporters = config.get("exporters")
+    if capture and delivery == "sync" and not exporters:
+        raise ConfigError(
+            "capture_content applies to exporter envelopes only: name exporters or use delivery=async",
+            reason="invalid_value",
+            details={"key": "observability.capture_content"},
+        )
+    plugins: tuple[Any, ...] = ()
+    if exporters or delivery != "sync":
+        plugins = exporter_plugins(
+            exporters,
+            delivery=delivery,
+            capture_content=capture,
+            attributes=attributes,
+            failure_policy=config.get("failure_policy", "open"),
+        )
+    return True, dict(attributes), plugins
