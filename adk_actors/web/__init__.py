@@ -1,0 +1,61 @@
+"""The HTTP edge: the reusable layer under every HTTP surface (``/dev/v1`` and its console, later MCP and A2A).
+
+* :mod:`~adk_actors.web.edge` — :class:`EdgeLimits`, :class:`DevToken`, the :class:`EdgeGuard` ASGI guard, the
+  one error shape (:func:`error_response`, :func:`status_for`, the exception handlers), :func:`read_json` and
+  :func:`edge_app`;
+* :mod:`~adk_actors.web.offload` — :class:`Offload`: blocking facade calls and subscriptions off the event loop;
+* :mod:`~adk_actors.web.sse` — SSE encoding, ``Last-Event-ID`` parsing and the bounded :class:`SseStream`;
+* :mod:`~adk_actors.web.serve` — :func:`check_bind`, :func:`run_server` and :func:`start_in_thread` (uvicorn).
+
+An edge is a facade client: it holds no domain state, and the work a request starts belongs to the node. It needs
+the ``web`` extra (Starlette and uvicorn).
+"""
+
+from __future__ import annotations
+
+try:
+    import starlette  # noqa: F401
+    import uvicorn  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError("adk_actors.web needs the 'web' extra: pip install 'adk_actors[web]'") from exc
+
+from adk_actors.web.edge import (
+    DevToken,
+    EdgeGuard,
+    EdgeLimits,
+    StreamSlots,
+    adk_error_handler,
+    edge_app,
+    error_for,
+    error_response,
+    exception_handlers,
+    read_json,
+    status_for,
+)
+from adk_actors.web.offload import BlockingIterator, Offload
+from adk_actors.web.serve import ServerThread, check_bind, run_server, start_in_thread
+from adk_actors.web.sse import SseEvent, SseStream, encode_event, parse_last_event_id
+
+__all__ = [
+    "BlockingIterator",
+    "DevToken",
+    "EdgeGuard",
+    "EdgeLimits",
+    "Offload",
+    "ServerThread",
+    "SseEvent",
+    "SseStream",
+    "StreamSlots",
+    "adk_error_handler",
+    "check_bind",
+    "edge_app",
+    "encode_event",
+    "error_for",
+    "error_response",
+    "exception_handlers",
+    "parse_last_event_id",
+    "read_json",
+    "run_server",
+    "start_in_thread",
+    "status_for",
+]
