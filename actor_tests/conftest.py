@@ -34,7 +34,10 @@ _tmp_root = Path(tempfile.mkdtemp(prefix="adk-tests-"))
 # Tests never inherit a developer's real key or config.
 for _name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_BASE_URL", "ADK_CONFIG", "ADK_SYSTEM_PORT"):
     os.environ.pop(_name, None)
-for _name in [n for n in os.environ if n.startswith("ADK_") and n != "ADK_STRICT_PICKLE_TESTS"]:
+# Switches of the test suite itself survive (strict pickling; the console tests' screenshots for the docs).
+for _name in [
+    n for n in os.environ if n.startswith("ADK_") and n not in ("ADK_STRICT_PICKLE_TESTS", "ADK_SCREENSHOTS")
+]:
     os.environ.pop(_name, None)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from adk_actors.admission.actor import ADMISSION_NAME
 from adk_actors.admission.logic import AdmissionConfig
+from adk_actors.errors import ConfigError
 from adk_actors.observability import bus as observability_bus
 from adk_actors.observability import setup as observability_setup
 from adk_actors.runs.actor import INDEX_NAME as RUN_INDEX
@@ -64,7 +65,37 @@ def node_children(settings: Settings) -> tuple[ChildSpec, ...]:
                 id=STORE_NAME, actor="adk_actors.sessions.actor.SessionStoreActor", register_as=STORE_NAME, shutdown=5.0
             ),
         )
+    if settings.dev_server:
+        from adk_actors.web.process import EDGE_NAME, EdgeSpec
+
+        # Last: it serves what the children before it provide.
+        extra += (
+            ChildSpec(
+                id=EDGE_NAME,
+                actor="adk_actors.web.process.EdgeChild",
+                register_as=EDGE_NAME,
+                args=EdgeSpec(settings=settings.to_dict()),
+                shutdown=10.0,
+            ),
+        )
     return runtime_children.node_children(settings) + extra
+
+
+def _check_dev_server(settings: Settings) -> None:
+    """``dev_server``: the web extra is installed, the bind is allowed and ``ADK_DEV_TOKEN`` is strong enough."""
+    if not settings.dev_server:
+        return
+    try:
+        from adk_actors.web.edge import DevToken
+        from adk_actors.web.serve import check_bind
+    except ImportError:
+        raise ConfigError(
+            "dev_server needs the web extra: pip install 'adk_actors[web]'",
+            reason="missing_dependency",
+            details={"key": "dev_server"},
+        ) from None
+    check_bind(settings.dev_bind_ip, settings.dev_allow_remote_bind)
+    DevToken.from_env()
 
 
 def preflight(settings: Settings) -> None:
@@ -72,10 +103,13 @@ def preflight(settings: Settings) -> None:
 
     Raises:
         StorageError: ``open_failed`` / ``schema_too_new``.
-        ConfigError: an unknown backend or an unparseable URL; an ``observability_bus`` setting that
+        ConfigError: an unknown backend or an unparseable URL; ``dev_server`` without the web extra
+            (``missing_dependency``), with a refused bind (``non_loopback_bind``) or without a strong
+            ``ADK_DEV_TOKEN`` (``missing_token``, ``weak_token``); an ``observability_bus`` setting that
             :func:`~adk_actors.observability.bus.configure_bus` refuses (``details["key"]`` names its argument).
     """
     runtime_children.preflight(settings)
+    _check_dev_server(settings)
     session_service_for(settings).close()
     # Runs in the boot process before the node's processes fork: each of them inherits the span export settings
     # and configures its exporter on its first span (docs/OBSERVABILITY.md).
@@ -84,11 +118,16 @@ def preflight(settings: Settings) -> None:
     os.environ.update(observability_bus.bus_environment(settings.observability_bus))
 
 
-def session_service(settings: Settings | None = None) -> BaseSessionService:
-    """The node's configured session service as a picklable client (the store actor, or a SQL descriptor)."""
+def session_service(settings: Settings | None = None, *, system: ActorSystemHandle | None = None) -> BaseSessionService:
+    """The node's configured session service as a picklable client (the store actor, or a SQL descriptor).
+
+    ``system``: the node to use (its settings, and its store actor for the memory backend); default this process's
+    current system for the store actor and ``settings`` (or the loaded settings) for the backend."""
+    if system is not None:
+        settings = system.settings
     settings = settings or load_settings()
     if settings.session_backend == "memory":
-        return ActorSessionService()
+        return ActorSessionService(system=system)
     return SqlSessionService(settings.session_url or default_sqlite_url(settings.data_dir))
 
 

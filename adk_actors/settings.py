@@ -29,8 +29,11 @@ from adk_actors.secrets import Secret
 __all__ = ["ENV_PREFIX", "INTERNAL_ENV", "Settings", "check_otel_endpoint", "load_settings"]
 
 ENV_PREFIX = "ADK_"
-# Variables adk_actors sets for its own processes; not settings, so the strict check skips them.
-INTERNAL_ENV = frozenset({"ADK_CONFIG", "ADK_SYSTEM_PORT", "ADK_STRICT_PICKLE_TESTS"})
+# Variables adk_actors sets for its own processes, and secrets read where they are used (the developer token: never
+# a setting, so it never reaches settings dumps); not settings, so the strict check skips them.
+INTERNAL_ENV = frozenset(
+    {"ADK_CONFIG", "ADK_SYSTEM_PORT", "ADK_STRICT_PICKLE_TESTS", "ADK_SCREENSHOTS", "ADK_DEV_TOKEN"}
+)
 
 Infinity = Literal["infinity"]
 
@@ -111,6 +114,16 @@ class Settings:
     stays unsampled)."""
     otel_max_queue: int = 2048
     """Observability: spans a process holds for export at most; past it new spans are dropped and counted."""
+    dev_server: bool = False
+    """Developer tooling: run the ``/dev/v1`` API and console (``adk serve``) in a supervised child process of the
+    node. Off by default; it needs the ``web`` extra and ``ADK_DEV_TOKEN`` (at least 16 bytes) in the node's
+    environment (docs/DEV_CONSOLE.md)."""
+    dev_port: int = 8765
+    """Developer tooling: the port of the ``/dev/v1`` server (1024..65535)."""
+    dev_bind_ip: str = "127.0.0.1"
+    """Developer tooling: the address the ``/dev/v1`` server binds; loopback unless ``dev_allow_remote_bind``."""
+    dev_allow_remote_bind: bool = False
+    """Developer tooling: opt-in for a non-loopback ``dev_bind_ip`` (the start fails closed without it)."""
     observability_bus: Mapping[str, Any] = field(default_factory=dict)
     """Observability: the node's envelope bus, as the keyword arguments of
     :func:`adk_actors.observability.bus.configure_bus` (``exporters`` as importable names); empty means no bus.
@@ -331,7 +344,7 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             raise bad("expected an integer")
         if value < 0:
             raise bad("must be >= 0")
-        if key in {"admin_port"} and not 1024 <= value <= 65535:
+        if key in {"admin_port", "dev_port"} and not 1024 <= value <= 65535:
             raise bad("port out of range 1024..65535")
         if (
             key
@@ -408,6 +421,7 @@ def _read_file(path: Path) -> dict[str, Any]:
             "agents",
             "admission",
             "observability",
+            "dev",
         }:
             for inner, inner_value in value.items():
                 if inner in flat:

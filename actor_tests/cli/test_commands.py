@@ -32,7 +32,7 @@ from adk_actors.cli.launch import LOCAL_KEY
 from adk_actors.emulator import Emulator
 from adk_actors.emulator.server import add_served_hook, remove_served_hook
 from adk_actors.runtime.system import ActorSystemHandle
-from adk_actors.testing import reserved_port
+from adk_actors.testing import pids_with_cmdline, reserved_port
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT_FILE = ROOT / "config" / "agent.json"
@@ -59,18 +59,7 @@ def _env(workdir: Path, **extra: str) -> dict[str, str]:
 
 def _leftovers(workdir: Path) -> list[int]:
     """Live processes whose command line names this test's data dir (actor processes of a started system)."""
-    marker = str(workdir / "data").encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                if marker in fh.read():
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
+    return pids_with_cmdline(str(workdir / "data").encode())
 
 
 @pytest.fixture

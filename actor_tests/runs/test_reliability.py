@@ -184,8 +184,9 @@ def test_log_records_of_io_threads_reach_thespian_only_on_the_actor_thread(make_
         stop.set()
         assert all(f.result() > 0 for f in traffic)
     assert logged == [count] * writers
-    # Before the fix the I/O threads ("adk-io-N") sent their records themselves.
-    assert handle.ask(probe, Job(fn=transport_callers, inline=True)) == ["MainThread"]
+    # Before the fix the I/O threads ("adk-io-N") sent their records themselves. Our own records now go straight to
+    # the sink file (logs.AppendSink), so Thespian's transport may see none at all; never from another thread.
+    assert set(handle.ask(probe, Job(fn=transport_callers, inline=True))) <= {"MainThread"}
     sink = sink_path(Path(handle.settings.data_dir), handle.settings.admin_port)
 
     def all_arrived() -> bool:

@@ -141,3 +141,28 @@ def test_every_subscriber_sees_increasing_sequences_with_gaps_covering_exactly_w
     assert set(seen).isdisjoint(covered)
     assert sorted(seen + covered) == list(range(start_after + 1, log.last_seq + 1))  # nothing silently skipped
     assert terminals == (1 if log.done and log.terminal_seq > start_after else 0)
+
+
+@given(events=st.integers(min_value=0, max_value=6), after=st.integers(min_value=0, max_value=50))
+@settings(max_examples=100, deadline=None)
+def test_a_subscriber_from_any_position_of_a_finished_run_gets_the_terminal_outcome(events: int, after: int) -> None:
+    # A stale or bogus Last-Event-ID past the end must still end with the outcome (it used to wait forever).
+    log = RunLog()
+    for i in range(events):
+        log.append(f"e{i}")
+    log.finish(Completed("done"))
+    start = log.start_point(after)
+    delivered = [d.seq for d in CreditSubscription("c", start).pending(log)]
+    pushed = PushSubscription("p", start).pending(log)
+    assert pushed[-1].terminal and pushed[-1].item == Completed("done")
+    assert [d.seq for d in pushed] == list(range(min(after, events) + 1, events + 2))
+    assert delivered == [pushed[0].seq]
+
+
+def test_a_subscriber_past_the_newest_event_of_a_running_run_starts_at_that_event() -> None:
+    log = RunLog()
+    log.append("e1")
+    assert log.start_point(0) == 0
+    sub = PushSubscription("p", log.start_point(99))  # it claims to have seen more than there is: from e1 on
+    log.append("e2")
+    assert [d.seq for d in sub.pending(log)] == [2]

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,6 +68,45 @@ def test_credit_subscriber_disconnects_and_resumes_from_its_last_sequence(node: 
     first.close()  # disconnect mid-run
     rest = [i.seq for i in run_api.subscribe(run_id, after_seq=consumed[-1], credit=True, system=node)]
     assert consumed + rest == list(range(1, 8))
+
+
+@pytest.fixture(scope="module")
+def quiet_node(make_system: Any) -> ActorSystemHandle:
+    """A node logging at ``warning`` (as deployed): the lost-message race below needs its speed to show."""
+    handle: ActorSystemHandle = make_system(log_level="warning")
+    return handle
+
+
+@pytest.mark.parametrize("credit", [True, False], ids=["credit", "push"])
+def test_two_hundred_concurrent_subscribers_of_a_streaming_runner_run_each_get_every_message(
+    quiet_node: ActorSystemHandle, credit: bool
+) -> None:
+    system = quiet_node
+    # Every subscriber is a thread with its own endpoint that acknowledges (credit) with casts: casts from many
+    # threads at once once went through the system's shared endpoint, which is not thread-safe, and messages were
+    # lost (subscribers stalled); and a run's first message can overtake the reply to SubscribeRun.
+    from adk_actors import Runner
+    from adk_actors.agents import spawn_agent, stop_agent
+    from adk_actors.devtools.emulator_proc import emulator_process
+    from adk_actors.sessions.actor import ActorSessionService
+
+    name = f"Subscribed{os.getpid()}{int(credit)}"
+    script = {"rules": [{"when": {}, "respond": {"text": "Everyone is here now.", "delay_ms": 1500}}]}
+    with emulator_process(script=script) as emu:  # in a process of its own, as a real model is
+        spawn_agent(name, {"provider": "gemini", "base_url": emu.base_url, "api_key": "k"}, system=system)
+        try:
+            runner = Runner(name, "subs", ActorSessionService(system=system), system=system, streaming_mode="text")
+            run_id = run_api.start(runner, "u", f"s{int(credit)}", "hello", system=system)
+
+            def read(_: int) -> list[int]:
+                return [i.seq for i in run_api.subscribe(run_id, credit=credit, idle_timeout=20, system=system)]
+
+            with ThreadPoolExecutor(200) as pool:
+                seen = list(pool.map(read, range(200)))
+            expected = [i.seq for i in run_api.subscribe(run_id, system=system)]
+        finally:
+            stop_agent(name, system=system)
+    assert len(expected) >= 3 and seen == [expected] * 200
 
 
 def test_cancel_during_a_slow_call_returns_promptly_and_cancels_the_call(node: ActorSystemHandle) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -11,7 +12,7 @@ from adk_actors.errors import AskTimeout, NameNotFound
 from adk_actors.runtime.messages import GetStatus
 from adk_actors.runtime.supervisor import ChildSpec
 from adk_actors.runtime.system import ActorSystemHandle
-from adk_actors.testing.actors import Block, Echo, Incr, ReplyLater
+from adk_actors.testing.actors import Block, Echo, GetNotes, Incr, Note, NotesFirst, ReplyLater
 
 from .helpers import PROBE, mismatched_replies, start_child, unique
 
@@ -106,3 +107,37 @@ def test_both_endpoint_modes_keep_replies_matched_and_drop_late_ones(make_system
     assert handle.ask(name, ReplyLater(seconds=0.3, value="on-time"), timeout=5) == "on-time"
     assert mismatched_replies(handle, name) == []
     assert (len(handle._endpoints) >= 1) == (mode == "per_thread")  # only per_thread keeps endpoints
+
+
+def test_messages_that_reach_an_endpoint_before_its_reply_are_kept_for_listen(system: ActorSystemHandle) -> None:
+    # A run answers SubscribeRun and then sends its first events; those can overtake the reply. Here the actor sends
+    # its messages first on purpose: none may be lost, and they come out of listen() in order.
+    ref = system.spawn(PROBE, id=unique("early"), restart="temporary")
+    endpoint = system.open_endpoint()
+    try:
+        assert endpoint.ask_inner(ref, NotesFirst(count=3), time.monotonic() + 10) == 3
+        assert [endpoint.listen(5) for _ in range(3)] == [Note(0), Note(1), Note(2)]
+        assert endpoint.listen(0.05) is None
+    finally:
+        endpoint.close()
+        system.stop_inner(ref)
+
+
+def test_casts_from_many_threads_at_once_all_arrive(system: ActorSystemHandle) -> None:
+    # Each thread casts from its own endpoint: the system's shared one is not safe to drive from two threads.
+    ref = system.spawn(PROBE, id=unique("casts"), restart="temporary")
+    threads, each = 32, 50
+
+    def cast_all(k: int) -> None:
+        for i in range(each):
+            system.cast(ref, Note(k * each + i))
+
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(cast_all, range(threads)))
+        deadline = time.monotonic() + 30
+        while len(notes := system.ask(ref, GetNotes(), 10)) < threads * each:
+            assert time.monotonic() < deadline, f"{len(notes)} of {threads * each} casts arrived"
+        assert sorted(notes) == list(range(threads * each))
+    finally:
+        system.stop_inner(ref)

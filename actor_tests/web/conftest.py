@@ -18,6 +18,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+# The developer API's fixtures, for every test here (the console's browser tests reuse ``dev_server``).
+from actor_tests.web.dev_support import dev_agent, dev_emu, dev_server  # noqa: F401
 from adk_actors import errors
 from adk_actors.web import (
     DevToken,

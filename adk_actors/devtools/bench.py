@@ -70,6 +70,8 @@ TARGETS = {
     "runner_tool_cpu_ms": 8.0,
     # R12 (issue 18): metadata logger + span export, over the Runner text turn without them
     "observability_overhead_cpu_ms": 0.5,
+    # R13 (issue 19): a run started and streamed over /dev/v1, over runs.start + subscribe through the facade
+    "dev_api_overhead_cpu_ms": 1.0,
     "c1000_wall_s": 3.0,
     "c1000_pss_mb": 300.0,
     "idle_pct_core": 1.0,
@@ -1014,6 +1016,7 @@ from adk_actors.devtools.bench_agents import (  # noqa: E402
     bench_idle_agents,
     bench_spawn_agents,
 )
+from adk_actors.devtools.bench_dev_api import bench_dev_api  # noqa: E402
 from adk_actors.devtools.bench_observability import bench_observability  # noqa: E402
 from adk_actors.devtools.bench_reliability import bench_reliability  # noqa: E402
 from adk_actors.devtools.bench_runner import bench_runner, bench_runner_c1000  # noqa: E402
@@ -1031,6 +1034,7 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     "runner": (bench_runner, False),
     "runner_c1000": (bench_runner_c1000, False),
     "observability": (bench_observability, False),
+    "dev_api": (bench_dev_api, False),
     "agent_turns": (bench_agent_turns, False),
     "concurrency": (bench_concurrency, False),
     "idle_agents": (bench_idle_agents, False),

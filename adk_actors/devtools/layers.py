@@ -65,6 +65,7 @@ LAYERS: dict[str, int] = {
     "evaluation": 5,
     "node": 5,
     "web": 5,
+    "devapi": 5,
 }
 FACADE = 6  # adk_actors/__init__.py re-exports the public surface
 DOMAIN_LAYERS = frozenset({3, 4})

@@ -148,11 +148,8 @@ class RunActor(GenServer):
             return DEFERRED
         if isinstance(request, SubscribeRun):
             subscriber = request.subscriber if request.subscriber is not None else ctx.reply_to
-            sub = (
-                CreditSubscription(subscriber, request.after_seq)
-                if request.credit
-                else PushSubscription(subscriber, request.after_seq)
-            )
+            after = self.log.start_point(request.after_seq)
+            sub = CreditSubscription(subscriber, after) if request.credit else PushSubscription(subscriber, after)
             self.subs[request.subscription_id] = sub
             self.reply(ctx, {"subscription_id": request.subscription_id, "last_seq": self.log.last_seq})
             self._deliver()

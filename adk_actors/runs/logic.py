@@ -137,6 +137,15 @@ class RunLog:
         self.terminal_seq = self.last_seq
         return self.terminal_seq
 
+    def start_point(self, after_seq: int) -> int:
+        """Where a subscriber asking for what follows ``after_seq`` starts. The terminal outcome is always
+        delivered, so a position at or past it (a stale or bogus ``Last-Event-ID``) starts just before it, and a
+        position past the newest event of a running run starts at that event (without this, such a subscriber would
+        wait for messages that never come)."""
+        if self.outcome is not None:
+            return min(after_seq, self.terminal_seq - 1)
+        return min(after_seq, self.last_seq)
+
     def replay(self, after_seq: int) -> list[Delivery]:
         """Everything after ``after_seq`` still available: a gap marker first when some of it was dropped."""
         out: list[Delivery] = []

@@ -12,6 +12,7 @@ with a correlation id and an absolute deadline: replies for another call id are 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -351,11 +352,20 @@ class ActorSystemHandle:
             self._local.endpoint = None
 
     def ask_address(
-        self, address: Any, request: Any, deadline: float, monitor_pid: int = 0, wrap: Any = None, endpoint: Any = None
+        self,
+        address: Any,
+        request: Any,
+        deadline: float,
+        monitor_pid: int = 0,
+        wrap: Any = None,
+        endpoint: Any = None,
+        early: collections.deque[Any] | None = None,
     ) -> Any:
         """Ask one address. With ``monitor_pid`` the target process is monitored during the wait, as OTP's
         ``gen_server:call`` does: if it dies the call fails at once with ``ActorCrashed(reason="noproc")``.
-        ``endpoint`` (an :class:`Endpoint`'s context) sends from that endpoint instead of a fresh one.
+        ``endpoint`` (an :class:`Endpoint`'s context) sends from that endpoint instead of a fresh one; ``early``
+        keeps the other messages that reach it before the reply (an endpoint's later messages may overtake the
+        reply), in order, instead of dropping them.
         """
         call_id = uuid.uuid4().hex
         message: Any = Call(call_id=call_id, request=request, deadline=deadline)
@@ -391,6 +401,8 @@ class ActorSystemHandle:
                     raise ActorCrashed(
                         "the target could not handle the request", details={"request": type(request).__name__}
                     )
+                if reply is not None and early is not None:
+                    early.append(reply)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or (reply is None and not monitor_pid):
                     raise AskTimeout(
@@ -526,15 +538,25 @@ class ActorSystemHandle:
     def cast(self, target: Any, message: Any) -> None:
         """Fire-and-forget through the router (never blocks on a busy target)."""
         try:
-            self._system().tell(self.router, Route(target=target, message=message))
+            self.tell(self.router, Route(target=target, message=message))
         except ActorSystemFailure as exc:
             raise RuntimeFailure(
                 "the message could not be sent", reason="send_failed", details={"error": type(exc).__name__}
             ) from None
 
     def tell(self, address: Any, message: Any) -> None:
-        """A raw tell to an address (blocks while the target is busy: prefer :meth:`cast`)."""
-        self._system().tell(address, message)
+        """A raw tell to an address (blocks while the target is busy: prefer :meth:`cast`).
+
+        Sent from this thread's endpoint, as asks are: Thespian's transport is not safe to drive from two threads,
+        and the system's own endpoint, shared by every thread, lost messages under concurrent tells (200 stream
+        subscribers acknowledging at once stalled every one of them).
+        """
+        context, fresh = self._context()
+        try:
+            context.tell(address, message)
+        finally:
+            if fresh:
+                context.exit_clone()
 
     # ---- introspection --------------------------------------------------------------------------------------------
     def status(self, timeout: float | None = None) -> dict[str, Any]:
@@ -620,9 +642,12 @@ class Endpoint:
         self.handle = handle
         self.context = context
         self.closed = False
+        self.early: collections.deque[Any] = collections.deque()
+        """Messages that arrived while an ask waited for its reply; :meth:`listen` returns them first."""
 
     def ask_inner(self, ref: LocalRef, request: Any, deadline: float) -> Any:
-        """Ask an inner actor from this endpoint (its replies and later messages come back here)."""
+        """Ask an inner actor from this endpoint (its replies and later messages come back here; a message that
+        overtakes the reply is kept for :meth:`listen`)."""
         host = self.handle.host_entry(ref.host_id, deadline)
         return self.handle.ask_address(
             host.address,
@@ -631,10 +656,13 @@ class Endpoint:
             monitor_pid=host.pid if host.hostname == _HOSTNAME else 0,
             wrap=lambda call: ToInner(local_id=ref.local_id, message=call),
             endpoint=self.context,
+            early=self.early,
         )
 
     def listen(self, timeout: float) -> Any:
         """The next message sent to this endpoint, or None after ``timeout`` seconds."""
+        if self.early:
+            return self.early.popleft()
         return self.context.listen(max(0.0, timeout))
 
     def close(self) -> None:

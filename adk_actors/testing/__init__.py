@@ -30,6 +30,7 @@ __all__ = [
     "free_port",
     "function_call",
     "group_pids",
+    "pids_with_cmdline",
     "port_listening",
     "reserved_port",
     "run_turn",
@@ -38,6 +39,22 @@ __all__ = [
 # Admin ports for tests come from a range below the kernel's ephemeral range (32768-60999 by default), so an
 # outgoing connection can never be handed a port a test is about to listen on.
 RESERVED_RANGE = (20000, 29999)
+
+
+def pids_with_cmdline(marker: bytes) -> list[int]:
+    """Live processes whose command line (arguments joined by NUL bytes) contains ``marker``: what a test checks
+    to see that nothing it started survives."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if marker in fh.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
 
 
 def free_port() -> int:

@@ -33,6 +33,7 @@ __all__ = [
     "Job",
     "Log",
     "Note",
+    "NotesFirst",
     "Probe",
     "ProbeArgs",
     "RaiseError",
@@ -153,6 +154,13 @@ class Burst:
 @dataclass(frozen=True, slots=True)
 class Note:
     seq: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NotesFirst:
+    """Send ``count`` numbered ``Note``s to the asker, then reply ``count`` (messages that precede their reply)."""
+
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +297,10 @@ class Probe(GenServer):
         if isinstance(request, Burst):
             for seq in range(request.count):
                 self.send_to(request.target, Note(seq))
+            return request.count
+        if isinstance(request, NotesFirst):
+            for seq in range(request.count):
+                self.send_to(ctx.reply_to, Note(seq))
             return request.count
         if isinstance(request, GetNotes):
             return list(self.notes)

@@ -1,0 +1,345 @@
+"""``/dev/v1``: the developer API, and the browser console at ``/dev``.
+
+:func:`dev_app` builds the surface for one node as a plain ASGI app (Starlette behind :class:`EdgeGuard`): mount it
+in your own service or let ``adk serve`` run it. Every route is a :class:`~adk_actors.devapi.DevOps` call made on
+the :class:`Offload` pool, so no facade ask blocks the event loop; errors are the edge's JSON shape with the
+operation's reason (409 for a request the resource's state refuses: ``already_exists``, ``already_resumed``,
+``not_paused``, ``not_resumable``). docs/DEV_CONSOLE.md documents the routes.
+
+| route | operation |
+|---|---|
+| ``GET /dev/v1/agents``, ``GET /dev/v1/agents/{name}`` | discovery |
+| ``POST /dev/v1/runs`` | start a stable run (``{"agent", "input", "user_id"?, "session_id"?, "app_name"?}``);  |
+| | with ``Accept: text/event-stream``, answered with its event stream (``event: run`` first) |
+| ``GET /dev/v1/runs/{id}``, ``POST .../cancel``, ``POST .../resume`` | status, cancel, resume (``{"tool_response"}``) |
+| ``GET /dev/v1/runs/{id}/events`` | SSE: replay and live events, ``Last-Event-ID`` to reconnect |
+| ``GET/POST /dev/v1/sessions``, ``GET/DELETE /dev/v1/sessions/{app}/{user}/{id}``, ``PATCH .../state`` | sessions |
+| ``GET /dev/v1/diagnostics``, ``GET /dev/v1/observability`` | node status, metrics |
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from importlib import resources
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from adk_actors.devapi import DevOps, item_json
+from adk_actors.errors import NameNotFound, RunError, SessionError, ValidationError
+from adk_actors.runtime.system import ActorSystemHandle
+from adk_actors.sessions.base import BaseSessionService
+from adk_actors.web.edge import DevToken, EdgeGuard, EdgeLimits, edge_app, error_response, read_json, status_for
+from adk_actors.web.offload import BlockingIterator, Offload
+from adk_actors.web.sse import SseEvent, SseStream, parse_last_event_id
+
+__all__ = ["API_PREFIX", "CONSOLE_FILES", "FUTURE_SURFACES", "dev_app"]
+
+API_PREFIX = "/dev/v1"
+FUTURE_SURFACES: Mapping[str, str] = {
+    "live": "Live sessions arrive with the Live and voice issue",
+    "memory": "memory arrives with the memory, artifacts and context issue",
+    "artifacts": "artifacts arrive with the memory, artifacts and context issue",
+    "context": "context caching arrives with the memory, artifacts and context issue",
+    "evaluation": "evaluation arrives with the evaluation issue",
+}
+"""Rows of the reference's ``/dev/v1`` table that this node does not serve yet: 404 ``surface_not_available``."""
+CONSOLE_FILES: Mapping[str, str] = {
+    "console.js": "text/javascript; charset=utf-8",
+    "console.css": "text/css; charset=utf-8",
+}
+"""The console's static files (``/dev/static/<name>``) besides its page."""
+_PEEK_S = 0.5
+"""How long the events route waits for a subscription's first item before it starts the stream anyway."""
+_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+_CONFLICTS: Mapping[str, str] = {
+    "already_exists": "the session already exists",
+    "already_resumed": "the run was already resumed",
+    "not_paused": "only a paused run can be resumed",
+    "not_resumable": "this run cannot be resumed",
+}
+"""Reasons of ``SessionError``/``RunError`` that say the resource's current state refuses the request: 409 here (the
+edge's class table has no row for those classes, so they would be 500), with a fixed message."""
+_CONFLICT_DETAILS = frozenset({"resumed_to", "state"})
+"""Details a conflict keeps: server-made facts only (the ids the request named are not echoed back)."""
+
+_Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _conflicts_as_409(handler: _Handler) -> _Handler:
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except (SessionError, RunError) as err:
+            if err.reason not in _CONFLICTS or status_for(err) != 500:
+                raise
+            details = {k: v for k, v in err.details.items() if k in _CONFLICT_DETAILS}
+            return error_response(409, err.reason, message=_CONFLICTS[err.reason], **details)
+
+    return endpoint
+
+
+def _console_file(name: str) -> bytes:
+    return resources.files("adk_actors.web").joinpath("static", name).read_bytes()
+
+
+def _query_int(request: Request, key: str, default: int) -> int:
+    raw = request.query_params.get(key)
+    if raw is None:
+        return default
+    if not raw.isdigit() or len(raw) > 9:
+        raise ValidationError(f"{key} must be a non-negative integer", reason="invalid_value", details={"key": key})
+    return int(raw)
+
+
+def _allowed(body: Mapping[str, Any], keys: set[str]) -> None:
+    unknown = sorted(k for k in body if k not in keys)
+    if unknown:
+        raise ValidationError("the body has an unknown key", reason="unknown_key", details={"allowed": sorted(keys)})
+
+
+class _Routes:
+    """The route handlers of one :func:`dev_app`."""
+
+    def __init__(self, ops: DevOps, offload: Offload) -> None:
+        self.ops = ops
+        self.offload = offload
+
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await self.offload.call(fn, *args, **kwargs)
+
+    # agents
+
+    async def agents(self, request: Request) -> Response:
+        return JSONResponse({"agents": await self._call(self.ops.list_agents)})
+
+    async def agent(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.ops.describe, request.path_params["name"]))
+
+    # runs
+
+    async def start_run(self, request: Request) -> Response:
+        body = await read_json(request)
+        _allowed(body, {"agent", "input", "user_id", "session_id", "app_name"})
+        trace = request.scope.get("state", {}).get("trace")
+        started = await self._call(
+            self.ops.start_run,
+            agent=body.get("agent"),
+            input=body.get("input"),
+            user_id=body.get("user_id", "dev-user"),
+            session_id=body.get("session_id"),
+            app_name=body.get("app_name"),
+            trace=trace.traceparent if trace is not None else None,
+        )
+        if "text/event-stream" not in request.headers.get("accept", ""):
+            return JSONResponse(started, status_code=201)
+        # Started and streamed in one request: a `run` message with the ids first (no event id: a reconnect goes to
+        # GET .../events with the last event id), then the run's messages as GET .../events sends them.
+        return await self._subscribe(request, started["run_id"], 0, head=SseEvent(None, "run", started))
+
+    async def run(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.ops.run_status, request.path_params["run_id"]))
+
+    async def cancel(self, request: Request) -> Response:
+        body = await read_json(request) if request.headers.get("content-length", "0") != "0" else {}
+        _allowed(body, {"reason"})
+        outcome = await self._call(self.ops.cancel_run, request.path_params["run_id"], body.get("reason", "cancelled"))
+        return JSONResponse(outcome)
+
+    async def resume(self, request: Request) -> Response:
+        body = await read_json(request)
+        _allowed(body, {"tool_response"})
+        if "tool_response" not in body:
+            raise ValidationError(
+                'the body is {"tool_response": ...}', reason="invalid_resume_response", details={"key": "tool_response"}
+            )
+        resumed = await self._call(self.ops.resume_run, request.path_params["run_id"], body["tool_response"])
+        return JSONResponse(resumed, status_code=201)
+
+    async def events(self, request: Request) -> Response:
+        after = parse_last_event_id(request.headers.get("last-event-id"))
+        if after is None:
+            after = _query_int(request, "after_seq", 0)
+        if request.method == "HEAD":
+            # Starlette serves HEAD with the GET handler; a subscription here would hold the connection (and a
+            # stream slot) for a body the client never reads.
+            await self._call(self.ops.run_status, request.path_params["run_id"])
+            return Response(media_type=SseStream.media_type, headers={"cache-control": "no-store"})
+        return await self._subscribe(request, request.path_params["run_id"], after)
+
+    async def _subscribe(self, request: Request, run_id: Any, after: int, head: SseEvent | None = None) -> Response:
+        limits: EdgeLimits = request.scope.get("state", {}).get("edge_limits") or EdgeLimits()
+        idle = limits.sse_max_duration_ms / 1000 + 5.0
+        # The subscription runs on its own thread. Its first item is awaited here for a moment, so an unknown run
+        # or a bad argument is an error answer (404, 400) before the stream starts, without a separate status ask.
+        iterator = self.offload.iterate(self.ops.subscribe, run_id, after, idle)
+        first: asyncio.Future[Any] = asyncio.ensure_future(anext(iterator))
+        await asyncio.wait({first}, timeout=_PEEK_S)
+        if first.done() and first.exception() is not None:
+            await iterator.aclose()
+            raise first.exception()  # type: ignore[misc]
+        return SseStream(self._stream(iterator, first, head))
+
+    async def _stream(
+        self, iterator: BlockingIterator[Any], first: asyncio.Future[Any], head: SseEvent | None = None
+    ) -> AsyncIterator[SseEvent]:
+        try:
+            if head is not None:
+                yield head
+            item = await first
+            while True:
+                name, data = item_json(item)
+                yield SseEvent(id=item.seq if name == "event" else None, event=name, data=data)
+                if name == "outcome":
+                    return
+                item = await anext(iterator)
+        except StopAsyncIteration:
+            return
+        finally:
+            if not first.done():
+                first.cancel()
+            await iterator.aclose()
+
+    # sessions
+
+    async def sessions(self, request: Request) -> Response:
+        q = request.query_params
+        page = await self._call(
+            self.ops.list_sessions,
+            q.get("app_name", "dev"),
+            q.get("user_id"),
+            _query_int(request, "limit", 20),
+        )
+        return JSONResponse(page)
+
+    async def create_session(self, request: Request) -> Response:
+        body = await read_json(request)
+        _allowed(body, {"app_name", "user_id", "session_id", "state"})
+        created = await self._call(
+            self.ops.create_session,
+            body.get("app_name", "dev"),
+            body.get("user_id", "dev-user"),
+            body.get("session_id"),
+            body.get("state"),
+        )
+        return JSONResponse(created, status_code=201)
+
+    def _ref(self, request: Request) -> tuple[str, str, str]:
+        p = request.path_params
+        return p["app"], p["user"], p["session_id"]
+
+    async def session(self, request: Request) -> Response:
+        return JSONResponse(
+            await self._call(self.ops.show_session, *self._ref(request), _query_int(request, "max_events", 100))
+        )
+
+    async def delete_session(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.ops.delete_session, *self._ref(request)))
+
+    async def state(self, request: Request) -> Response:
+        body = await read_json(request)
+        _allowed(body, {"delta"})
+        return JSONResponse(await self._call(self.ops.update_state, *self._ref(request), body.get("delta")))
+
+    # node
+
+    async def diagnostics(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.ops.diagnostics))
+
+    async def observability(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.ops.metrics))
+
+    async def not_yet(self, request: Request) -> Response:
+        surface = request.path_params["surface"]
+        if surface not in FUTURE_SURFACES:
+            return error_response(404, "not_found")
+        raise NameNotFound(FUTURE_SURFACES[surface], reason="surface_not_available", details={"surface": surface})
+
+    # console
+
+    async def console(self, request: Request) -> Response:
+        return Response(
+            _console_file("console.html"),
+            media_type="text/html; charset=utf-8",
+            headers={"content-security-policy": _CSP, "cache-control": "no-store", "referrer-policy": "no-referrer"},
+        )
+
+    async def static(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in CONSOLE_FILES:
+            return error_response(404, "not_found")
+        return Response(_console_file(name), media_type=CONSOLE_FILES[name], headers={"cache-control": "no-store"})
+
+
+def _routes(r: _Routes, console: bool) -> list[Route]:
+    v1 = API_PREFIX
+    api = [
+        (f"{v1}/agents", r.agents, "GET"),
+        (f"{v1}/agents/{{name}}", r.agent, "GET"),
+        (f"{v1}/runs", r.start_run, "POST"),
+        (f"{v1}/runs/{{run_id}}", r.run, "GET"),
+        (f"{v1}/runs/{{run_id}}/cancel", r.cancel, "POST"),
+        (f"{v1}/runs/{{run_id}}/resume", r.resume, "POST"),
+        (f"{v1}/runs/{{run_id}}/events", r.events, "GET"),
+        (f"{v1}/sessions", r.sessions, "GET"),
+        (f"{v1}/sessions", r.create_session, "POST"),
+        (f"{v1}/sessions/{{app}}/{{user}}/{{session_id}}", r.session, "GET"),
+        (f"{v1}/sessions/{{app}}/{{user}}/{{session_id}}", r.delete_session, "DELETE"),
+        (f"{v1}/sessions/{{app}}/{{user}}/{{session_id}}/state", r.state, "PATCH"),
+        (f"{v1}/diagnostics", r.diagnostics, "GET"),
+        (f"{v1}/observability", r.observability, "GET"),
+    ]
+    routes = [Route(path, _conflicts_as_409(handler), methods=[method]) for path, handler, method in api]
+    routes += [Route(f"{v1}/{{surface}}", r.not_yet), Route(f"{v1}/{{surface}}/{{rest:path}}", r.not_yet)]
+    if console:
+        routes += [Route("/dev", r.console, methods=["GET"]), Route("/dev/static/{name}", r.static, methods=["GET"])]
+    return routes
+
+
+def _public(path: str) -> bool:
+    return path == "/dev" or path.startswith("/dev/static/")
+
+
+def dev_app(
+    system: ActorSystemHandle,
+    *,
+    token: DevToken | None,
+    limits: EdgeLimits | None = None,
+    sessions: BaseSessionService | None = None,
+    offload: Offload | None = None,
+    console: bool = True,
+) -> EdgeGuard:
+    """The ``/dev/v1`` API (and, with ``console``, the console at ``/dev``) for ``system``, as an ASGI app.
+
+    Args:
+        system: the node (attached or owned).
+        token: the developer token (:meth:`DevToken.from_env` reads ``ADK_DEV_TOKEN``); ``None`` refuses every API
+            request (the console page still loads).
+        limits: the edge's bounds (default :class:`EdgeLimits`).
+        sessions: the session service runs and session routes use (default: the node's).
+        offload: the thread pool for facade calls (default 8 threads, 256 pending); closed when the app shuts down.
+        console: serve the console page and its static files.
+    """
+    ops = DevOps(system, sessions)
+    pool = offload or Offload()
+    handlers = _Routes(ops, pool)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            pool.close()
+
+    return edge_app(_routes(handlers, console), token=token, limits=limits, public=_public, lifespan=lifespan)

@@ -1,0 +1,900 @@
+// adk_actors dev console: a same-origin client of the /dev/v1 API. Plain ES2020, no dependencies.
+//
+// Security rules this file keeps:
+// * the developer token lives in the `token` variable only (never storage, cookies or the URL) and leaves the
+//   page only in the Authorization header of same-origin requests;
+// * text from the server is put on the page with textContent, never parsed as HTML.
+"use strict";
+
+(() => {
+  const API = "/dev/v1";
+  const APP_NAME = "dev";
+  const MAX_STREAM_RETRIES = 6;
+  const SESSION_EVENTS = 100;
+
+  let token = null;
+  let agents = [];
+  let follow = null; // the run whose events this page is reading (see followRun)
+  let metricsLoaded = false;
+  const conversation = { user: "dev-user", session: null };
+
+  const $ = (id) => document.getElementById(id);
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function json(value, indent) {
+    try {
+      return JSON.stringify(value, null, indent);
+    } catch (err) {
+      return String(value);
+    }
+  }
+
+  function showMessage(node, text) {
+    node.textContent = text || "";
+    node.hidden = !text;
+  }
+
+  function delay(ms, signal) {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      if (signal) signal.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+    });
+  }
+
+  // ---- HTTP ----------------------------------------------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, reason, message, details) {
+      super(message);
+      this.status = status;
+      this.reason = reason;
+      this.details = details || {};
+    }
+
+    describe() {
+      return this.message ? `${this.reason}: ${this.message}` : this.reason;
+    }
+  }
+
+  function describe(err) {
+    return err instanceof ApiError ? err.describe() : `error: ${err && err.message ? err.message : err}`;
+  }
+
+  async function errorOf(response) {
+    let body = null;
+    try {
+      body = await response.json();
+    } catch (err) {
+      body = null;
+    }
+    const e = (body && typeof body.error === "object" && body.error) || {};
+    const reason = typeof e.reason === "string" ? e.reason : `http_${response.status}`;
+    const message = typeof e.message === "string" ? e.message : response.statusText;
+    return new ApiError(response.status, reason, message, e);
+  }
+
+  function authHeaders(extra) {
+    return Object.assign({ Authorization: `Bearer ${token}` }, extra || {});
+  }
+
+  async function api(method, path, body) {
+    if (token === null) throw new ApiError(0, "not_connected", "connect with a token first");
+    const init = { method, headers: authHeaders(), cache: "no-store", credentials: "omit" };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let response;
+    try {
+      response = await fetch(API + path, init);
+    } catch (err) {
+      throw new ApiError(0, "network_error", "the node did not answer");
+    }
+    if (!response.ok) {
+      const error = await errorOf(response);
+      if (response.status === 401) refused(error);
+      throw error;
+    }
+    return response.status === 204 ? null : response.json();
+  }
+
+  function pathOf(...segments) {
+    return segments.map((s) => encodeURIComponent(s)).join("/");
+  }
+
+  // ---- SSE over fetch (EventSource cannot send the Authorization header) -------------------------------------
+
+  // Yields {id, event, data} for each message of a text/event-stream body; lines end with \n or \r\n.
+  async function* sseMessages(reader) {
+    const decoder = new TextDecoder();
+    let buffer = "";
+    let message = { id: null, event: "message", data: [] };
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffer += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = buffer.indexOf("\n")) >= 0) {
+          let line = buffer.slice(0, end);
+          buffer = buffer.slice(end + 1);
+          if (line.endsWith("\r")) line = line.slice(0, -1);
+          if (line === "") {
+            if (message.data.length) yield { id: message.id, event: message.event, data: message.data.join("\n") };
+            message = { id: null, event: "message", data: [] };
+            continue;
+          }
+          if (line.startsWith(":")) continue; // a keepalive comment
+          const colon = line.indexOf(":");
+          const field = colon < 0 ? line : line.slice(0, colon);
+          let text = colon < 0 ? "" : line.slice(colon + 1);
+          if (text.startsWith(" ")) text = text.slice(1);
+          if (field === "id") message.id = text;
+          else if (field === "event") message.event = text;
+          else if (field === "data") message.data.push(text);
+        }
+      }
+    } finally {
+      // Leaving early (an outcome, a bound, another run followed) releases the connection at once.
+      reader.cancel().catch(() => {});
+    }
+  }
+
+  // ---- connect ---------------------------------------------------------------------------------------------------
+
+  async function connect(event) {
+    event.preventDefault();
+    const input = $("token-input");
+    const value = input.value.trim();
+    showMessage($("connect-error"), "");
+    if (!value) {
+      showMessage($("connect-error"), "Enter the developer token.");
+      return;
+    }
+    $("connect-btn").disabled = true;
+    token = value;
+    try {
+      const data = await api("GET", "/agents");
+      input.value = "";
+      enterApp(data.agents || []);
+    } catch (err) {
+      token = null;
+      showMessage($("connect-error"), `The node refused: ${describe(err)}`);
+      input.select();
+    } finally {
+      $("connect-btn").disabled = false;
+    }
+  }
+
+  function enterApp(list) {
+    $("connect-screen").hidden = true;
+    $("app").hidden = false;
+    $("disconnect").hidden = false;
+    setBadge($("conn-state"), "on", "connected");
+    fillAgents(list);
+    loadNodeInfo();
+    $("chat-input").focus();
+  }
+
+  // The token is wrong (or the node forgot it): forget it and go back to the connect screen.
+  function refused(error) {
+    if (token === null || $("app").hidden) return;
+    leaveApp();
+    showMessage($("connect-error"), `The node refused the token: ${error.describe()}`);
+  }
+
+  function leaveApp() {
+    token = null;
+    stopFollowing();
+    $("app").hidden = true;
+    $("connect-screen").hidden = false;
+    $("disconnect").hidden = true;
+    $("node-info").textContent = "";
+    setBadge($("conn-state"), "off", "not connected");
+    clearChat();
+    $("timeline").replaceChildren();
+    setSession(null);
+    metricsLoaded = false;
+    $("metrics-rows").replaceChildren();
+    $("token-input").focus();
+  }
+
+  async function loadNodeInfo() {
+    try {
+      const info = await api("GET", "/diagnostics");
+      $("node-info").textContent = `v${info.version} · node port ${info.port}`;
+    } catch (err) {
+      $("node-info").textContent = "";
+    }
+  }
+
+  function setBadge(node, kind, text) {
+    node.className = `badge badge-${kind}`;
+    node.textContent = text;
+  }
+
+  // ---- agents ----------------------------------------------------------------------------------------------------
+
+  function fillAgents(list) {
+    agents = list;
+    const select = $("agent-select");
+    const previous = select.value;
+    select.replaceChildren();
+    if (!list.length) {
+      const option = el("option", null, "no agent is running on this node");
+      option.value = "";
+      select.append(option);
+    }
+    for (const agent of list) {
+      const option = el("option", null, agent.available ? agent.name : `${agent.name} (not answering)`);
+      option.value = agent.name;
+      option.disabled = !agent.available;
+      select.append(option);
+    }
+    if (list.some((a) => a.name === previous)) select.value = previous;
+    showAgent();
+  }
+
+  function showAgent() {
+    const agent = agents.find((a) => a.name === $("agent-select").value);
+    $("agent-description").textContent = agent ? agent.description || "No description." : "";
+    const tools = $("agent-tools");
+    tools.replaceChildren();
+    for (const name of (agent && agent.tools) || []) tools.append(el("span", "chip", name));
+    for (const name of (agent && agent.sub_agents) || []) tools.append(el("span", "chip", `agent: ${name}`));
+    $("chat-agent").textContent = agent ? `talking to ${agent.name}` : "";
+  }
+
+  async function reloadAgents() {
+    try {
+      fillAgents((await api("GET", "/agents")).agents || []);
+    } catch (err) {
+      showMessage($("run-error"), describe(err));
+    }
+  }
+
+  // ---- chat --------------------------------------------------------------------------------------------------
+
+  function chatLine(className, author, text) {
+    const node = el("div", `msg ${className}`);
+    if (author) node.append(el("span", "msg-author", author));
+    node.append(el("span", "msg-text", text));
+    const log = $("chat-log");
+    const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+    log.append(node);
+    if (atBottom) log.scrollTop = log.scrollHeight;
+    return node;
+  }
+
+  function chatNote(text, kind) {
+    return chatLine(`msg-note${kind ? ` msg-${kind}` : ""}`, null, text);
+  }
+
+  function clearChat() {
+    $("chat-log").replaceChildren();
+    hidePause();
+  }
+
+  function textOf(parts, thoughts) {
+    return parts
+      .filter((p) => p.type === "text" && Boolean(p.thought) === thoughts)
+      .map((p) => p.text)
+      .join("");
+  }
+
+  function setSession(sessionId) {
+    conversation.session = sessionId;
+    $("session-id").textContent = sessionId || "new on first message";
+    $("session-panel-id").textContent = sessionId || "none yet";
+    if (!sessionId) {
+      $("state-rows").replaceChildren();
+      $("state-empty").hidden = false;
+      $("session-meta").textContent = "Send a message to start a session, or open one below.";
+    }
+  }
+
+  async function send(event) {
+    if (event) event.preventDefault();
+    const input = $("chat-input");
+    const text = input.value.trim();
+    const agent = $("agent-select").value;
+    showMessage($("run-error"), "");
+    if (!text) return;
+    if (!agent) {
+      chatNote("Pick an agent first.", "failed");
+      return;
+    }
+    $("send-btn").disabled = true;
+    const body = { agent, input: text, user_id: conversation.user, app_name: APP_NAME };
+    if (conversation.session) body.session_id = conversation.session;
+    chatLine("msg-user", conversation.user, text);
+    input.value = "";
+    try {
+      const started = await api("POST", "/runs", body);
+      setSession(started.session_id);
+      $("timeline").replaceChildren();
+      followRun(started.run_id, 0, { echoed: true });
+    } catch (err) {
+      chatNote(`Could not start the run: ${describe(err)}`, "failed");
+      $("send-btn").disabled = false;
+    }
+  }
+
+  // ---- following a run -------------------------------------------------------------------------------------
+
+  function setRunState(f, state) {
+    f.state = state;
+    if (follow !== f) return;
+    setBadge($("run-state"), state, state);
+    const active = state === "starting" || state === "running" || state === "reconnecting";
+    $("cancel-btn").disabled = !active;
+    $("send-btn").disabled = active;
+  }
+
+  function stopFollowing() {
+    if (follow) follow.controller.abort();
+    follow = null;
+  }
+
+  // Read the run's events after `afterSeq` until its outcome, reconnecting with Last-Event-ID after a drop or a
+  // stream bound. `carry` takes over a streaming answer bubble when the same run is followed again.
+  function followRun(runId, afterSeq, options, carry) {
+    stopFollowing();
+    hidePause();
+    const f = {
+      runId,
+      lastSeq: afterSeq,
+      controller: new AbortController(),
+      echoed: Boolean(options && options.echoed),
+      userShown: false,
+      bubble: carry ? carry.bubble : null,
+      answered: carry ? carry.answered : false,
+      done: false,
+      state: "starting",
+    };
+    follow = f;
+    $("run-id").textContent = runId;
+    $("reconnect-input").value = runId;
+    setRunState(f, "starting");
+    streamLoop(f);
+    return f;
+  }
+
+  async function streamLoop(f) {
+    let failures = 0;
+    while (!f.done && follow === f) {
+      const headers = authHeaders({ Accept: "text/event-stream" });
+      if (f.lastSeq > 0) headers["Last-Event-ID"] = String(f.lastSeq);
+      let progressed = false;
+      try {
+        const response = await fetch(`${API}/runs/${pathOf(f.runId)}/events`, {
+          headers,
+          signal: f.controller.signal,
+          cache: "no-store",
+          credentials: "omit",
+        });
+        if (!response.ok) {
+          const error = await errorOf(response);
+          if (response.status === 401) refused(error);
+          if (response.status < 500) {
+            streamFailed(f, `Cannot follow run ${f.runId}: ${error.describe()}`);
+            return;
+          }
+          throw error;
+        }
+        setRunState(f, "running");
+        for await (const message of sseMessages(response.body.getReader())) {
+          if (follow !== f) return;
+          const verdict = onMessage(f, message);
+          if (verdict === "event") progressed = true;
+          if (verdict === "bound") progressed = true;
+          if (verdict === "outcome" || verdict === "bound" || verdict === "error") break;
+        }
+      } catch (err) {
+        if (follow !== f || f.controller.signal.aborted) return;
+      }
+      if (f.done || follow !== f) return;
+      failures = progressed ? 0 : failures + 1;
+      if (failures > MAX_STREAM_RETRIES) {
+        streamFailed(f, `Lost the event stream of run ${f.runId}; press Reconnect to try again.`);
+        return;
+      }
+      setRunState(f, "reconnecting");
+      if (failures) await delay(Math.min(250 * 2 ** failures, 4000), f.controller.signal);
+    }
+  }
+
+  function streamFailed(f, text) {
+    if (follow !== f) return;
+    setRunState(f, "disconnected");
+    showMessage($("run-error"), text);
+    timelineNote(text, "error");
+  }
+
+  function onMessage(f, message) {
+    let data = null;
+    try {
+      data = JSON.parse(message.data);
+    } catch (err) {
+      timelineNote("An unreadable stream message was skipped.", "error");
+      return "skipped";
+    }
+    if (message.event === "event") {
+      const seq = Number.parseInt(message.id, 10);
+      if (Number.isFinite(seq)) {
+        if (seq <= f.lastSeq) return "duplicate";
+        f.lastSeq = seq;
+      }
+      renderEvent(f, data, seq);
+      return "event";
+    }
+    if (message.event === "gap") {
+      timelineNote(`Events ${data.from_seq}..${data.resumes_at - 1} were dropped by the node (${data.reason}).`, "error");
+      return "event";
+    }
+    if (message.event === "outcome") {
+      f.done = true;
+      renderOutcome(f, data);
+      return "outcome";
+    }
+    if (message.event === "bound") return "bound";
+    if (message.event === "error") {
+      timelineNote(`The stream ended with an error: ${data.reason}; reconnecting.`, "error");
+      return "error";
+    }
+    return "skipped";
+  }
+
+  function renderEvent(f, ev, seq) {
+    addTimelineEvent(ev, seq);
+    const parts = (ev.content && Array.isArray(ev.content.parts) && ev.content.parts) || [];
+    const author = ev.author || "?";
+    if (author === "user") {
+      const text = textOf(parts, false);
+      if (!text) return;
+      if (f.echoed && !f.userShown) f.userShown = true;
+      else chatLine("msg-user", "user", text);
+      return;
+    }
+    const text = textOf(parts, false);
+    if (ev.partial) {
+      if (text) {
+        if (!f.bubble) f.bubble = chatLine("msg-agent msg-streaming", author, "");
+        const span = f.bubble.querySelector(".msg-text");
+        span.textContent += text;
+        $("chat-log").scrollTop = $("chat-log").scrollHeight;
+      }
+      return;
+    }
+    for (const part of parts) {
+      if (part.type === "function_call") chatLine("msg-tool", null, `→ ${part.name}(${json(part.args)})`);
+      if (part.type === "function_response") chatLine("msg-tool", null, `← ${part.name}: ${json(part.response)}`);
+    }
+    if (text) {
+      if (f.bubble) {
+        f.bubble.querySelector(".msg-text").textContent = text;
+        f.bubble.classList.remove("msg-streaming");
+        f.bubble = null;
+      } else {
+        chatLine("msg-agent", author, text);
+      }
+      f.answered = true;
+    }
+    if (ev.error) chatNote(`${author} reported an error: ${ev.error.reason}`, "failed");
+  }
+
+  function renderOutcome(f, outcome) {
+    setRunState(f, outcome.state);
+    if (f.bubble) {
+      f.bubble.classList.remove("msg-streaming");
+      f.bubble = null;
+    }
+    const entry = timelineEntry("outcome", null, "run", `outcome: ${outcome.state}`);
+    if (outcome.state === "completed") {
+      entry.classList.add("tl-final");
+      if (!f.answered && outcome.output !== undefined && outcome.output !== null) {
+        const output = typeof outcome.output === "string" ? outcome.output : json(outcome.output, 2);
+        if (output) chatLine("msg-agent", "output", output);
+      }
+    } else if (outcome.state === "paused") {
+      entry.classList.add("tl-pause");
+      const pause = outcome.event && outcome.event.actions && outcome.event.actions.pause;
+      if (pause) showPause(f, pause);
+    } else if (outcome.state === "cancelled") {
+      chatNote(`Run cancelled (${outcome.reason}).`, "cancelled");
+    } else {
+      entry.classList.add("tl-error");
+      chatNote(`Run failed: ${outcome.reason || outcome.state}.`, "failed");
+      if (outcome.reason) addBody(entry, json({ reason: outcome.reason, details: outcome.details }, 2));
+    }
+    refreshSession(true);
+  }
+
+  async function cancelRun() {
+    const f = follow;
+    if (!f) return;
+    $("cancel-btn").disabled = true;
+    try {
+      const outcome = await api("POST", `/runs/${pathOf(f.runId)}/cancel`, {});
+      if (follow === f && !f.done) {
+        f.done = true;
+        f.controller.abort();
+        renderOutcome(f, outcome);
+      }
+    } catch (err) {
+      showMessage($("run-error"), `Cancel refused: ${describe(err)}`);
+      setRunState(f, f.state);
+    }
+  }
+
+  function reconnect() {
+    const runId = $("reconnect-input").value.trim();
+    showMessage($("run-error"), "");
+    if (!runId) {
+      showMessage($("run-error"), "Enter a run id.");
+      return;
+    }
+    if (follow && follow.runId === runId) {
+      timelineNote(`Reconnecting after event ${follow.lastSeq}.`);
+      followRun(runId, follow.lastSeq, { echoed: follow.echoed && !follow.userShown }, follow);
+    } else {
+      $("timeline").replaceChildren();
+      chatNote(`Following run ${runId}.`);
+      followRun(runId, 0, { echoed: false });
+    }
+  }
+
+  // ---- pauses ------------------------------------------------------------------------------------------------
+
+  function showPause(f, pause) {
+    const details = pause.details || {};
+    f.pause = pause;
+    $("pause-box").hidden = false;
+    showMessage($("pause-error"), "");
+    const fn = details.function_name || "a tool";
+    if (pause.reason === "tool_confirmation") {
+      $("pause-title").textContent = `${fn} needs your approval`;
+      $("pause-detail").textContent = details.hint || "The run is paused until you approve or reject this call.";
+      $("confirm-actions").hidden = false;
+      $("long-running-actions").hidden = true;
+      $("approve-btn").focus();
+    } else {
+      $("pause-title").textContent =
+        pause.reason === "long_running" ? `${fn} is running outside the agent` : `The run paused (${pause.reason})`;
+      $("pause-detail").textContent =
+        details.message || "Type the operation's final answer as JSON to resume the run.";
+      $("confirm-actions").hidden = true;
+      $("long-running-actions").hidden = false;
+      const template = { operation_id: details.operation_id || "", status: "completed", result: {} };
+      $("long-running-input").value = json(template, 2);
+    }
+    chatNote(`Paused: ${$("pause-title").textContent}.`);
+  }
+
+  function hidePause() {
+    $("pause-box").hidden = true;
+    $("confirm-actions").hidden = true;
+    $("long-running-actions").hidden = true;
+  }
+
+  async function resume(response) {
+    const f = follow;
+    if (!f || !f.pause) return;
+    for (const id of ["approve-btn", "reject-btn", "long-running-btn"]) $(id).disabled = true;
+    try {
+      const resumed = await api("POST", `/runs/${pathOf(f.runId)}/resume`, { tool_response: response });
+      f.pause = null;
+      timelineNote(`Resumed as run ${resumed.run_id}.`);
+      followRun(resumed.run_id, 0, { echoed: false });
+    } catch (err) {
+      showMessage($("pause-error"), `Resume refused: ${describe(err)}`);
+    } finally {
+      for (const id of ["approve-btn", "reject-btn", "long-running-btn"]) $(id).disabled = false;
+    }
+  }
+
+  function answerLongRunning() {
+    let value;
+    try {
+      value = JSON.parse($("long-running-input").value);
+    } catch (err) {
+      showMessage($("pause-error"), `Not valid JSON: ${err.message}`);
+      return;
+    }
+    resume(value);
+  }
+
+  // ---- timeline ----------------------------------------------------------------------------------------------
+
+  function timelineEntry(kind, seq, author, label) {
+    const item = el("li", `tl tl-${kind}`);
+    const head = el("div", "tl-head");
+    head.append(el("span", "tl-seq", seq === null || seq === undefined || Number.isNaN(seq) ? "" : `#${seq}`));
+    if (author) head.append(el("span", "tl-author", author));
+    head.append(el("span", "tl-kind", label || kind));
+    item.append(head);
+    const list = $("timeline");
+    list.append(item);
+    const panel = $("panel-timeline");
+    panel.scrollTop = panel.scrollHeight;
+    return item;
+  }
+
+  function addBody(item, text) {
+    item.append(el("pre", "tl-body", text));
+  }
+
+  function timelineNote(text, kind) {
+    const item = timelineEntry(kind === "error" ? "error" : "note", null, null, kind === "error" ? "error" : "note");
+    addBody(item, text);
+  }
+
+  function kindOf(ev, parts) {
+    if (ev.error) return "error";
+    if (ev.actions && ev.actions.pause) return "pause";
+    if (parts.some((p) => p.type === "function_call")) return "function_call";
+    if (parts.some((p) => p.type === "function_response")) return "function_response";
+    if (ev.partial) return "partial";
+    if (ev.is_final) return "final";
+    if (parts.length) return "text";
+    return "note";
+  }
+
+  function addTimelineEvent(ev, seq) {
+    const parts = (ev.content && Array.isArray(ev.content.parts) && ev.content.parts) || [];
+    const kind = kindOf(ev, parts);
+    const item = timelineEntry(kind, seq, ev.author || "?", kind);
+    item.dataset.seq = Number.isFinite(seq) ? String(seq) : "";
+    // A streamed answer's final event carries its text in the pieces it arrived in: consecutive text parts (of the
+    // same kind, thought or answer) are one body.
+    let run = null;
+    for (const part of parts) {
+      if (part.type === "text") {
+        const thought = Boolean(part.thought);
+        if (run && run.thought === thought) {
+          run.node.textContent += part.text;
+        } else {
+          addBody(item, thought ? `(thought) ${part.text}` : part.text);
+          run = { thought, node: item.lastElementChild };
+        }
+        continue;
+      }
+      run = null;
+      if (part.type === "function_call") addBody(item, `call ${part.name}(${json(part.args, 2)})`);
+      else if (part.type === "function_response") addBody(item, `${part.name} returned ${json(part.response, 2)}`);
+      else addBody(item, `${part.type} part${part.mime_type ? ` (${part.mime_type})` : ""}`);
+    }
+    const actions = ev.actions || {};
+    if (actions.pause) {
+      addBody(item, `paused: ${actions.pause.reason}\n${json(actions.pause.details, 2)}`);
+    }
+    if (actions.transfer_to_agent) addBody(item, `transfer to ${actions.transfer_to_agent}`);
+    const delta = actions.state_delta || {};
+    const keys = Object.keys(delta).filter((k) => !k.startsWith("adk_pause:"));
+    if (keys.length) addBody(item, `state delta ${json(Object.fromEntries(keys.map((k) => [k, delta[k]])))}`);
+    if (ev.error) addBody(item, `error ${ev.error.reason} (${ev.error.type})`);
+    if (!parts.length && !actions.pause && !keys.length && !ev.error && !actions.transfer_to_agent) {
+      item.querySelector(".tl-kind").textContent = "bookkeeping";
+    }
+  }
+
+  // ---- session panel -----------------------------------------------------------------------------------------
+
+  function sessionPath() {
+    return `/sessions/${pathOf(APP_NAME, conversation.user, conversation.session)}`;
+  }
+
+  function showState(state) {
+    const rows = $("state-rows");
+    rows.replaceChildren();
+    const keys = Object.keys(state || {}).filter((k) => !k.startsWith("adk_pause:")).sort();
+    for (const key of keys) {
+      const row = el("tr");
+      row.append(el("td", "mono", key), el("td", "mono", json(state[key])));
+      rows.append(row);
+    }
+    $("state-empty").hidden = keys.length > 0;
+  }
+
+  async function refreshSession(quiet) {
+    if (!conversation.session) {
+      setSession(null);
+      await loadSessionList(quiet);
+      return;
+    }
+    try {
+      const session = await api("GET", `${sessionPath()}?max_events=1`);
+      showState(session.state);
+      const when = session.last_update_time ? new Date(session.last_update_time * 1000).toLocaleTimeString() : "?";
+      $("session-meta").textContent = `${session.events_total} events · updated ${when} · user ${session.user_id}`;
+    } catch (err) {
+      if (!quiet) showMessage($("state-error"), describe(err));
+    }
+    await loadSessionList(quiet);
+  }
+
+  async function loadSessionList(quiet) {
+    try {
+      const query = `?app_name=${encodeURIComponent(APP_NAME)}&user_id=${encodeURIComponent(conversation.user)}&limit=20`;
+      const page = await api("GET", `/sessions${query}`);
+      const list = $("session-list");
+      list.replaceChildren();
+      for (const s of page.sessions || []) {
+        const item = el("li");
+        const button = el("button", "btn btn-quiet", s.session_id);
+        button.type = "button";
+        if (s.session_id === conversation.session) item.className = "current";
+        button.addEventListener("click", () => openSession(s.session_id));
+        item.append(button, el("span", "muted small", ` ${s.state_keys} ${s.state_keys === 1 ? "key" : "keys"}`));
+        list.append(item);
+      }
+      if (!list.children.length) list.append(el("li", "muted small", "No sessions yet."));
+    } catch (err) {
+      if (!quiet) showMessage($("state-error"), describe(err));
+    }
+  }
+
+  async function openSession(sessionId) {
+    stopFollowing();
+    clearChat();
+    $("timeline").replaceChildren();
+    setSession(sessionId);
+    try {
+      const session = await api("GET", `${sessionPath()}?max_events=${SESSION_EVENTS}`);
+      chatNote(`Session ${sessionId} (${session.events_total} events; the newest ${SESSION_EVENTS} shown).`);
+      for (const ev of session.events || []) {
+        const parts = (ev.content && ev.content.parts) || [];
+        const text = textOf(parts, false);
+        if (ev.partial || !text) continue;
+        chatLine(ev.author === "user" ? "msg-user" : "msg-agent", ev.author, text);
+      }
+    } catch (err) {
+      chatNote(`Could not open the session: ${describe(err)}`, "failed");
+    }
+    refreshSession(false);
+  }
+
+  async function saveState(event) {
+    event.preventDefault();
+    showMessage($("state-error"), "");
+    showMessage($("state-ok"), "");
+    const key = $("state-key").value.trim();
+    if (!conversation.session) {
+      showMessage($("state-error"), "No session yet: send a message or open a session first.");
+      return;
+    }
+    if (!key) {
+      showMessage($("state-error"), "Enter a key.");
+      return;
+    }
+    let value;
+    try {
+      value = JSON.parse($("state-value").value);
+    } catch (err) {
+      showMessage($("state-error"), `The value is not valid JSON (strings need quotes): ${err.message}`);
+      return;
+    }
+    try {
+      const result = await api("PATCH", `${sessionPath()}/state`, { delta: { [key]: value } });
+      showState(result.state);
+      showMessage($("state-ok"), `Saved ${key}.`);
+      loadSessionList(true);
+    } catch (err) {
+      showMessage($("state-error"), `Refused: ${describe(err)}`);
+    }
+  }
+
+  // ---- metrics -----------------------------------------------------------------------------------------------
+
+  function formatNumber(value) {
+    return typeof value === "number" && !Number.isInteger(value) ? value.toFixed(3) : String(value);
+  }
+
+  function seriesValue(instrument, series, unit) {
+    if ("value" in series) return `${formatNumber(series.value)}${unit}`;
+    if ("count" in series) {
+      const parts = [`count ${series.count}`];
+      if ("sum" in series) parts.push(`sum ${formatNumber(series.sum)}${unit}`);
+      if ("max" in series && series.max !== null) parts.push(`max ${formatNumber(series.max)}${unit}`);
+      return parts.join("\n");
+    }
+    return json(series);
+  }
+
+  async function refreshMetrics() {
+    showMessage($("metrics-error"), "");
+    try {
+      const snapshot = await api("GET", "/observability");
+      const rows = $("metrics-rows");
+      rows.replaceChildren();
+      const instruments = snapshot.instruments || {};
+      for (const name of Object.keys(instruments).sort()) {
+        const instrument = instruments[name] || {};
+        const unit = instrument.unit && instrument.unit !== "1" ? ` ${instrument.unit}` : "";
+        const series = instrument.series || [];
+        if (!series.length) {
+          const row = el("tr");
+          row.append(el("td", "mono", name), el("td", "muted", "—"), el("td", "muted", "no data"));
+          rows.append(row);
+        }
+        series.forEach((s, index) => {
+          const labels = Object.entries(s.labels || {}).map(([k, v]) => `${k}=${v}`).join("\n");
+          const row = el("tr", index ? "series-more" : null);
+          row.append(
+            el("td", "mono name", index ? "" : name),
+            el("td", "mono", labels || "—"),
+            el("td", "mono value", seriesValue(instrument, s, unit)),
+          );
+          rows.append(row);
+        });
+      }
+      metricsLoaded = true;
+      $("metrics-updated").textContent = `Updated ${new Date().toLocaleTimeString()} · ${Object.keys(instruments).length} instruments`;
+    } catch (err) {
+      showMessage($("metrics-error"), describe(err));
+    }
+  }
+
+  // ---- tabs and wiring ---------------------------------------------------------------------------------------
+
+  function openTab(button) {
+    for (const tab of document.querySelectorAll(".tab")) {
+      const active = tab === button;
+      tab.classList.toggle("active", active);
+      tab.setAttribute("aria-selected", String(active));
+      $(tab.dataset.panel).hidden = !active;
+    }
+    if (button.id === "tab-session") refreshSession(false);
+    if (button.id === "tab-metrics" && !metricsLoaded) refreshMetrics();
+  }
+
+  function wire() {
+    $("connect-form").addEventListener("submit", connect);
+    $("disconnect").addEventListener("click", leaveApp);
+    $("agent-select").addEventListener("change", showAgent);
+    $("agents-refresh").addEventListener("click", reloadAgents);
+    $("user-input").addEventListener("change", () => {
+      const user = $("user-input").value.trim() || "dev-user";
+      $("user-input").value = user;
+      if (user === conversation.user) return;
+      conversation.user = user;
+      setSession(null);
+      clearChat();
+      refreshSession(true);
+    });
+    $("new-session").addEventListener("click", () => {
+      stopFollowing();
+      setSession(null);
+      clearChat();
+      $("timeline").replaceChildren();
+      chatNote("New session: it starts with your next message.");
+    });
+    $("chat-form").addEventListener("submit", send);
+    $("chat-input").addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        if (!$("send-btn").disabled) send();
+      }
+    });
+    $("cancel-btn").addEventListener("click", cancelRun);
+    $("reconnect-btn").addEventListener("click", reconnect);
+    $("approve-btn").addEventListener("click", () => resume({ confirmed: true }));
+    $("reject-btn").addEventListener("click", () => resume({ confirmed: false }));
+    $("long-running-btn").addEventListener("click", answerLongRunning);
+    $("timeline-clear").addEventListener("click", () => $("timeline").replaceChildren());
+    $("session-refresh").addEventListener("click", () => refreshSession(false));
+    $("state-form").addEventListener("submit", saveState);
+    $("metrics-refresh").addEventListener("click", refreshMetrics);
+    for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => openTab(tab));
+    setSession(null);
+    $("token-input").focus();
+  }
+
+  wire();
+})();
