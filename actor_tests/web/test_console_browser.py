@@ -136,10 +136,11 @@ class Console:
         return list(self.driver.find_elements(By.CSS_SELECTOR, css))
 
     def texts(self, css: str) -> list[str]:
-        try:
-            return [e.text for e in self.all(css)]
-        except StaleElementReferenceException:
-            return []
+        """The rendered text of every element matching ``css`` (one script call, whatever their number)."""
+        found = self.driver.execute_script(
+            "return Array.from(document.querySelectorAll(arguments[0])).map((e) => e.innerText.trim());", css
+        )
+        return [str(text) for text in found]
 
     def wait(self, condition: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
         return WebDriverWait(self.driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
@@ -150,7 +151,14 @@ class Console:
         """The first element matching ``css`` whose visible text contains ``needle``."""
 
         def found() -> Any:
-            return next((e for e in self.all(css) if needle in e.text), None)
+            # One script call, not one WebDriver round trip per element: after a long test session the metrics
+            # table has thousands of rows.
+            return self.driver.execute_script(
+                "return Array.from(document.querySelectorAll(arguments[0]))"
+                ".find((e) => e.offsetParent !== null && e.textContent.includes(arguments[1])) || null;",
+                css,
+                needle,
+            )
 
         return self.wait(found, what)
 
@@ -399,6 +407,11 @@ def test_the_metrics_panel_lists_the_node_instruments_and_refreshes(console: Con
     console.say("count me")
     console.wait_state("completed")
     console.tab("metrics")
+    console.wait(
+        lambda: "instruments" in console.find("#metrics-updated").text or console.find("#metrics-error").text,
+        "the metrics snapshot (or its error)",
+    )
+    assert console.find("#metrics-error").text == ""
     console.wait_text("#metrics-rows tr", "adk.runs", "the runs counter")
     before = console.find("#metrics-updated").text
     assert "instruments" in before

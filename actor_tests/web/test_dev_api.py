@@ -711,3 +711,23 @@ def test_a_run_started_with_accept_event_stream_is_streamed_in_the_same_request(
     # the same run, read again from its events route, has the same events
     again = dev_server.events(head.data["run_id"])
     assert [(i.id, i.data["id"]) for i in again if i.event == "event"] == [(i.id, i.data["id"]) for i in events]
+
+
+def test_the_observability_snapshot_is_served_whole_however_many_series_it_has(dev_server: DevServer) -> None:
+    from adk_actors import telemetry
+    from adk_actors.telemetry import TELEMETRY_NAME, Emit
+
+    # More label series than a generic JSON budget keeps: the route must not cut them.
+    events = tuple(
+        telemetry.event("plugin.failed", {}, plugin=f"{MARK}{i}", hook="before_run", reason="plugin_raised")
+        for i in range(400)
+    )
+    dev_server.system.cast(TELEMETRY_NAME, Emit(events=events))
+
+    def series() -> list[Any]:
+        answer = dev_server.client.get("/dev/v1/observability").json()
+        found = answer["instruments"].get("adk.plugin.failures", {}).get("series", [])
+        mine = [x for x in found if not isinstance(x, dict) or str(x["labels"].get("plugin", "")).startswith(MARK)]
+        return found if len(mine) >= 400 or any(not isinstance(x, dict) for x in found) else []
+
+    assert all(isinstance(s, dict) and "labels" in s for s in until(series, 30, "400 series"))

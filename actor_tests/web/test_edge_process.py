@@ -72,7 +72,9 @@ def _when_serving(url: str, not_pid: int = 0, handle: ActorSystemHandle | None =
     while True:
         try:
             answer = httpx.get(f"{url}/dev/v1/diagnostics", headers=AUTH, timeout=5)
-            if answer.status_code == 200 and (handle is None or _edge(handle).get("server_pid") != not_pid):
+            # The actor reads its server's "listening" line on its own schedule: wait for it too.
+            edge = _edge(handle) if handle is not None else {}
+            if answer.status_code == 200 and (handle is None or (edge.get("url") and edge["server_pid"] != not_pid)):
                 return dict(answer.json())
         except (httpx.HTTPError, AdkError):  # refused while the successor binds; its actor registers again
             pass
@@ -101,7 +103,7 @@ def test_the_dev_server_is_a_supervised_child_restarted_after_its_process_or_its
     edge_node: tuple[ActorSystemHandle, str],
 ) -> None:
     handle, url = edge_node
-    assert _when_serving(url)["port"] == handle.port
+    assert _when_serving(url, handle=handle)["port"] == handle.port
     first = _edge(handle)
     assert first["url"] == url and first["server_pid"] != first["pid"]
 

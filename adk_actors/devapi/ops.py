@@ -7,6 +7,7 @@ maps them), so ``/dev/v1`` and the ``adk`` commands behave the same. Outputs are
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import time
 from collections.abc import Iterator, Mapping
@@ -15,7 +16,7 @@ from typing import Any
 from adk_actors import runs
 from adk_actors.agents.api import describe_agent
 from adk_actors.content.validation import check_id, check_int, check_json, check_text
-from adk_actors.errors import ActorCrashed, AdkError, AskTimeout, NameNotFound, ValidationError, json_safe
+from adk_actors.errors import ActorCrashed, AdkError, NameNotFound, ValidationError, json_safe
 from adk_actors.events import Event
 from adk_actors.runs.logic import Cancelled, Completed, Failed, Paused, ReplayGap
 from adk_actors.runtime.system import ActorSystemHandle
@@ -51,6 +52,8 @@ MAX_DELTA_KEYS = 100
 MAX_INPUT_BYTES = 256 * 1024
 """Largest text input of a run started here."""
 _DESCRIBE_S = 5.0
+_LIST_S = 2.0
+_LIST_THREADS = 16
 _SEEN_S = 5.0
 """How long an agent that answered counts as running for the runs started after it (an agent stopped meanwhile
 makes the run fail instead of the start)."""
@@ -133,16 +136,22 @@ class DevOps:
         return sorted(set(found))[:MAX_AGENTS]
 
     def list_agents(self) -> list[dict[str, Any]]:
-        """Each running agent's public shape (``name``, ``description``, ``tools``, ``sub_agents``); an agent that
-        does not answer in time is listed with ``"available": False``."""
-        out = []
-        for name in self.agent_names():
+        """Each running agent's public shape (``name``, ``description``, ``tools``, ``sub_agents``), asked of all of
+        them at once; an agent that does not answer within :data:`_LIST_S` (busy, or on a host that is going away)
+        is listed with ``"available": False`` instead of holding up the list."""
+        names = self.agent_names()
+        if not names:
+            return []
+
+        def shape(name: str) -> dict[str, Any]:
             try:
-                shape = describe_agent(name, timeout=_DESCRIBE_S, system=self.system)
-                out.append({**prune_secrets(json_safe(shape)), "name": name, "available": True})
-            except (AskTimeout, ActorCrashed, NameNotFound):
-                out.append({"name": name, "available": False})
-        return out
+                found = describe_agent(name, timeout=_LIST_S, system=self.system)
+                return {**prune_secrets(json_safe(found)), "name": name, "available": True}
+            except AdkError:
+                return {"name": name, "available": False}
+
+        with concurrent.futures.ThreadPoolExecutor(min(_LIST_THREADS, len(names))) as pool:
+            return list(pool.map(shape, names))
 
     def describe(self, name: Any) -> dict[str, Any]:
         """One agent's public shape.
@@ -394,7 +403,8 @@ class DevOps:
         }
 
     def metrics(self) -> dict[str, Any]:
-        """The node's metrics snapshot (:func:`adk_actors.observability.snapshot`)."""
+        """The node's metrics snapshot (:func:`adk_actors.observability.snapshot`), whole: it is plain JSON already,
+        bounded by the registry's caps (``json_safe`` would cut a long series list into a ``"<N more>"`` string)."""
         from adk_actors.observability import snapshot
 
-        return dict(json_safe(snapshot(self.system)))
+        return dict(snapshot(self.system))

@@ -152,6 +152,7 @@ class ActorSystemHandle:
         self._local = threading.local()
         self._endpoints: weakref.WeakSet[_Endpoint] = weakref.WeakSet()
         self._names_lock = threading.Lock()
+        self._tell_lock = threading.Lock()
         self._lanes_on = settings.local_lanes and lanes_enabled()
         self._no_lane: set[tuple[str, int]] = set()
         self._lane_conns: weakref.WeakSet[LaneConn] = weakref.WeakSet()
@@ -536,27 +537,29 @@ class ActorSystemHandle:
                 self._dead[name] = dead
 
     def cast(self, target: Any, message: Any) -> None:
-        """Fire-and-forget through the router (never blocks on a busy target)."""
-        try:
-            self.tell(self.router, Route(target=target, message=message))
-        except ActorSystemFailure as exc:
-            raise RuntimeFailure(
-                "the message could not be sent", reason="send_failed", details={"error": type(exc).__name__}
-            ) from None
-
-    def tell(self, address: Any, message: Any) -> None:
-        """A raw tell to an address (blocks while the target is busy: prefer :meth:`cast`).
+        """Fire-and-forget through the router (never blocks on a busy target).
 
         Sent from this thread's endpoint, as asks are: Thespian's transport is not safe to drive from two threads,
-        and the system's own endpoint, shared by every thread, lost messages under concurrent tells (200 stream
+        and the system's own endpoint, shared by every thread, lost messages under concurrent casts (200 stream
         subscribers acknowledging at once stalled every one of them).
         """
         context, fresh = self._context()
         try:
-            context.tell(address, message)
+            context.tell(self.router, Route(target=target, message=message))
+        except ActorSystemFailure as exc:
+            raise RuntimeFailure(
+                "the message could not be sent", reason="send_failed", details={"error": type(exc).__name__}
+            ) from None
         finally:
             if fresh:
                 context.exit_clone()
+
+    def tell(self, address: Any, message: Any) -> None:
+        """A raw tell to an address from the system's own endpoint (blocks while the target is busy: prefer
+        :meth:`cast`). That endpoint's undeliverable messages reach the node's dead-letter handling; it is shared,
+        so tells are serialized."""
+        with self._tell_lock:
+            self._system().tell(address, message)
 
     # ---- introspection --------------------------------------------------------------------------------------------
     def status(self, timeout: float | None = None) -> dict[str, Any]:

@@ -797,6 +797,7 @@
   }
 
   function seriesValue(instrument, series, unit) {
+    if (series === null || typeof series !== "object") return json(series);
     if ("value" in series) return `${formatNumber(series.value)}${unit}`;
     if ("count" in series) {
       const parts = [`count ${series.count}`];
@@ -817,14 +818,16 @@
       for (const name of Object.keys(instruments).sort()) {
         const instrument = instruments[name] || {};
         const unit = instrument.unit && instrument.unit !== "1" ? ` ${instrument.unit}` : "";
-        const series = instrument.series || [];
+        const series = Array.isArray(instrument.series) ? instrument.series : [];
         if (!series.length) {
           const row = el("tr");
           row.append(el("td", "mono", name), el("td", "muted", "—"), el("td", "muted", "no data"));
           rows.append(row);
         }
         series.forEach((s, index) => {
-          const labels = Object.entries(s.labels || {}).map(([k, v]) => `${k}=${v}`).join("\n");
+          const labels = Object.entries((s && typeof s === "object" && s.labels) || {})
+            .map(([k, v]) => `${k}=${v}`)
+            .join("\n");
           const row = el("tr", index ? "series-more" : null);
           row.append(
             el("td", "mono name", index ? "" : name),
