@@ -91,11 +91,13 @@ class Sources:
 
 
 def _sources_routes(sources: Sources, offload: Offload) -> list[Route]:
-    async def events(count: int, size: int, idle: bool, fail: str | None, after: int) -> AsyncIterator[SseEvent]:
+    async def events(
+        count: int, size: int, idle: bool, fail: str | None, after: int, last: bool = False
+    ) -> AsyncIterator[SseEvent]:
         sources.started += 1
         try:
             for seq in range(after + 1, after + count + 1):
-                yield SseEvent(seq, "item", {"seq": seq, "pad": "x" * size})
+                yield SseEvent(seq, "item", {"seq": seq, "pad": "x" * size}, last=last and seq == after + count)
             if fail == "adk":
                 raise errors.RunError("the run failed", reason="run_failed")
             if fail == "boom":
@@ -108,7 +110,9 @@ def _sources_routes(sources: Sources, offload: Offload) -> list[Route]:
     async def stream(request: Request) -> Response:
         q = request.query_params
         after = parse_last_event_id(request.headers.get("last-event-id")) or 0
-        return SseStream(events(int(q.get("count", "0")), int(q.get("size", "0")), "idle" in q, q.get("fail"), after))
+        return SseStream(
+            events(int(q.get("count", "0")), int(q.get("size", "0")), "idle" in q, q.get("fail"), after, "last" in q)
+        )
 
     def blocking_feed() -> Iterator[int]:
         try:

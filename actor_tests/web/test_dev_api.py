@@ -259,10 +259,11 @@ def test_a_stream_cut_by_its_event_bound_is_completed_by_reconnects(dev_server: 
         last: str | None = None
         for _ in range(10):
             items = bounded.events(started["run_id"], last_event_id=last)
+            if items[-1].event == "outcome":  # the run's last message ends the stream: no bound after it
+                received += items
+                break
             assert items[-1].event == "bound" and items[-1].data == {"bound": "events", "limit": 1}
             received += items[:-1]
-            if received[-1].event == "outcome":
-                break
             last = str(received[-1].id)
 
         _assert_union_is_the_session(bounded, started["session_id"], received)
@@ -355,15 +356,19 @@ def test_sessions_are_listed_newest_update_first_and_bounded(dev_server: DevServ
 
 
 def test_create_is_201_and_a_duplicate_is_409_already_exists_without_echoing_the_id(dev_server: DevServer) -> None:
-    sid = f"{MARK}-dup-session-{uuid.uuid4().hex[:8]}"
-    created = _create(dev_server, session_id=sid, state={"color": "red"})
+    # A user of its own: user-scoped state (user:...) that other tests give the shared dev user shows in every
+    # session of that user.
+    sid, user = f"{MARK}-dup-session-{uuid.uuid4().hex[:8]}", f"dup-{uuid.uuid4().hex[:8]}"
+    created = _create(dev_server, session_id=sid, user_id=user, state={"color": "red"})
     assert (created["session_id"], created["state"], created["events"]) == (sid, {"color": "red"}, [])
 
-    duplicate = dev_server.client.post("/dev/v1/sessions", json={"session_id": sid, "state": {"color": "blue"}})
+    duplicate = dev_server.client.post(
+        "/dev/v1/sessions", json={"session_id": sid, "user_id": user, "state": {"color": "blue"}}
+    )
 
     assert error_of(duplicate, 409)["reason"] == "already_exists"
     assert MARK not in duplicate.text
-    assert dev_server.state(sid)["color"] == "red"
+    assert dev_server.state(sid, user)["color"] == "red"
 
 
 def test_create_with_a_secret_state_key_is_refused_and_creates_nothing(dev_server: DevServer) -> None:

@@ -205,6 +205,16 @@ def test_the_event_bound_closes_the_stream_with_a_bound_event(serve: Callable[..
     until(lambda: edge.sources.closed == 1)
 
 
+def test_a_last_event_that_reaches_the_event_bound_ends_the_stream_without_a_bound_event(
+    serve: Callable[..., Edge],
+) -> None:
+    # A run's outcome landing exactly on the bound must not tell the client to reconnect.
+    edge = serve(limits=EdgeLimits(sse_max_events=3))
+    events = events_of(get_stream(edge, "count=3&last").content)
+    assert [(e.get("id"), e["event"]) for e in events] == [("1", "item"), ("2", "item"), ("3", "item")]
+    until(lambda: edge.sources.closed == 1)
+
+
 def test_the_byte_bound_closes_the_stream_before_the_event_that_would_cross_it(serve: Callable[..., Edge]) -> None:
     one = len(encode_event(1, "item", {"seq": 1, "pad": "x" * 100}))
     limit = 3 * one + one // 2

@@ -200,8 +200,9 @@ class _Routes:
             item = await first
             while True:
                 name, data = item_json(item)
-                yield SseEvent(id=item.seq if name == "event" else None, event=name, data=data)
-                if name == "outcome":
+                final = name == "outcome"
+                yield SseEvent(id=item.seq if name == "event" else None, event=name, data=data, last=final)
+                if final:
                     return
                 item = await anext(iterator)
         except StopAsyncIteration:

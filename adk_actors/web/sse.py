@@ -58,6 +58,8 @@ class SseEvent:
     """The event name (``[A-Za-z][A-Za-z0-9_.:-]{0,63}``)."""
     data: Any
     """JSON-encodable payload."""
+    last: bool = False
+    """The source's final event: the stream ends after it (without ``event: bound``, even when it reaches a bound)."""
 
 
 def _json_text(data: Any) -> str:
@@ -266,6 +268,8 @@ class _Run:
         await self.body(chunk)
         self.events += 1
         self.bytes += len(chunk)
+        if item.last:
+            return False
         if self.events >= self.limits.sse_max_events:
             await self.bound("events", self.limits.sse_max_events)
             return False
