@@ -736,3 +736,23 @@ def test_the_observability_snapshot_is_served_whole_however_many_series_it_has(d
         return found if len(mine) >= 400 or any(not isinstance(x, dict) for x in found) else []
 
     assert all(isinstance(s, dict) and "labels" in s for s in until(series, 30, "400 series"))
+
+
+def test_agents_lists_an_agent_on_a_host_that_reports_only_its_first_200_inner_actors(dev_server: DevServer) -> None:
+    from adk_actors.agents import spawn_agent, stop_agent
+
+    # A host's status lists at most 200 inner actors, so a busy node hides new agents from the tree: the registry
+    # is asked too.
+    system = dev_server.system
+    probes = [system.spawn("adk_actors.testing.actors.Probe", id=f"crowd-{uuid.uuid4().hex[:10]}") for _ in range(450)]
+    name = f"Late{uuid.uuid4().hex[:8]}"
+    spawn_agent(name, {"provider": "gemini", "base_url": dev_server.emu.base_url, "api_key": "k"}, system=system)
+    try:
+        assert name not in dev_server.ops.agent_names()  # hidden from the hosts' reports
+        listed = dev_server.client.get("/dev/v1/agents").json()
+        assert [a["available"] for a in listed["agents"] if a["name"] == name] == [True]
+        assert all(not a["name"].startswith("crowd-") for a in listed["agents"])
+    finally:
+        stop_agent(name, system=system)
+        for ref in probes:
+            system.stop_inner(ref)

@@ -112,7 +112,7 @@ def _run(port: int | None, call: Callable[[Any], Any]) -> int:
 def inspect(args: argparse.Namespace) -> int:
     """``adk inspect``; returns the exit status."""
     calls: dict[str, Callable[[Any], Any]] = {
-        "agents": lambda ops: {"agents": ops.list_agents()},
+        "agents": lambda ops: ops.list_agents(),
         "agent": lambda ops: ops.describe(args.name),
         "run": lambda ops: ops.run_status(args.run_id),
         "diagnostics": lambda ops: ops.diagnostics(),

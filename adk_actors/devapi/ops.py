@@ -54,6 +54,8 @@ MAX_INPUT_BYTES = 256 * 1024
 _DESCRIBE_S = 5.0
 _LIST_S = 2.0
 _LIST_THREADS = 16
+_MAX_CANDIDATES = 4096
+"""Most registered names :meth:`DevOps.list_agents` asks (a registry also holds other actors' names)."""
 _SEEN_S = 5.0
 """How long an agent that answered counts as running for the runs started after it (an agent stopped meanwhile
 makes the run fail instead of the start)."""
@@ -130,28 +132,38 @@ class DevOps:
     # ---- agents ------------------------------------------------------------------------------------------------
 
     def agent_names(self) -> list[str]:
-        """The names of the agents running on the node (sorted, at most :data:`MAX_AGENTS`)."""
+        """The names of the agents the hosts report (sorted). A host's status lists at most 200 inner actors, so on
+        a busy node this can miss some: :meth:`list_agents` asks the registry too."""
         found: list[str] = []
         _walk_agents(self.system.tree(), found)
-        return sorted(set(found))[:MAX_AGENTS]
+        return sorted(set(found))
 
-    def list_agents(self) -> list[dict[str, Any]]:
-        """Each running agent's public shape (``name``, ``description``, ``tools``, ``sub_agents``), asked of all of
-        them at once; an agent that does not answer within :data:`_LIST_S` (busy, or on a host that is going away)
-        is listed with ``"available": False`` instead of holding up the list."""
-        names = self.agent_names()
-        if not names:
-            return []
+    def list_agents(self) -> dict[str, Any]:
+        """The running agents, at most :data:`MAX_AGENTS` by name: ``{"agents": [{name, description, tools,
+        sub_agents, available}], "truncated"}``.
 
-        def shape(name: str) -> dict[str, Any]:
+        Candidates are the registry's live names and the agents the hosts report; each is asked to describe itself,
+        all at once. A name that answers is an agent; one that refuses (another kind of actor) is left out; an agent
+        the hosts report that does not answer within :data:`_LIST_S` (busy, or on a host going away) is listed with
+        ``"available": False`` instead of holding up the list.
+        """
+        from adk_actors.runtime.messages import GetStatus
+
+        known = set(self.agent_names())
+        names = dict(self.system.ask(self.system.registry, GetStatus())).get("names", {})
+        candidates = sorted(known | {n for n, e in names.items() if isinstance(e, Mapping) and not e.get("down")})
+        candidates = candidates[:_MAX_CANDIDATES]
+
+        def shape(name: str) -> dict[str, Any] | None:
             try:
                 found = describe_agent(name, timeout=_LIST_S, system=self.system)
                 return {**prune_secrets(json_safe(found)), "name": name, "available": True}
             except AdkError:
-                return {"name": name, "available": False}
+                return {"name": name, "available": False} if name in known else None
 
-        with concurrent.futures.ThreadPoolExecutor(min(_LIST_THREADS, len(names))) as pool:
-            return list(pool.map(shape, names))
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(_LIST_THREADS, len(candidates)))) as pool:
+            agents = [a for a in pool.map(shape, candidates) if a is not None]
+        return {"agents": agents[:MAX_AGENTS], "truncated": len(agents) > MAX_AGENTS}
 
     def describe(self, name: Any) -> dict[str, Any]:
         """One agent's public shape.

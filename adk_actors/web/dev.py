@@ -122,7 +122,7 @@ class _Routes:
     # agents
 
     async def agents(self, request: Request) -> Response:
-        return JSONResponse({"agents": await self._call(self.ops.list_agents)})
+        return JSONResponse(await self._call(self.ops.list_agents))
 
     async def agent(self, request: Request) -> Response:
         return JSONResponse(await self._call(self.ops.describe, request.path_params["name"]))
