@@ -33,7 +33,6 @@ exist there) and reads the environment again. At interpreter exit the bus gets :
 from __future__ import annotations
 
 import atexit
-import importlib
 import json
 import os
 import queue
@@ -47,7 +46,7 @@ from typing import Any, Protocol
 
 from adk_actors.errors import ConfigError, ValidationError
 from adk_actors.logs import get_logger
-from adk_actors.plugins.descriptors import is_bounded_name
+from adk_actors.plugins.descriptors import importable_name, is_bounded_name
 
 __all__ = [
     "BUS_ENV",
@@ -657,15 +656,8 @@ def _build_all(specs: Sequence[_ExporterSpec]) -> list[Any]:
 def _descriptor_json(spec: _ExporterSpec, index: int) -> dict[str, Any]:
     name = spec.name
     if name is None:
-        cls = spec.cls
-        name = f"{cls.__module__}:{cls.__qualname__}"
-        try:
-            found: Any = importlib.import_module(cls.__module__)
-            for part in cls.__qualname__.split("."):
-                found = getattr(found, part)
-        except Exception:
-            found = None
-        if found is not cls or cls.__module__ == "__main__":
+        name = importable_name(spec.cls)
+        if name is None:
             raise _bad(
                 "exporter",
                 "another process cannot import this class",

@@ -68,6 +68,20 @@ def _error(message: str, reason: str, plugin_id: Any, **details: Any) -> ConfigE
     return ConfigError(message, reason=reason, details={"plugin": ident, **details})
 
 
+def importable_name(cls: type) -> str | None:
+    """``"module:QualName"`` when another process can import ``cls`` under that name (not ``__main__``, not
+    defined inside a function, found there as this very class), else ``None``."""
+    if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
+        return None
+    try:
+        found: Any = importlib.import_module(cls.__module__)
+        for part in cls.__qualname__.split("."):
+            found = getattr(found, part)
+    except Exception:
+        return None
+    return f"{cls.__module__}:{cls.__qualname__}" if found is cls else None
+
+
 def is_bounded_name(value: Any, max_bytes: int = MAX_ID_BYTES) -> bool:
     """Whether ``value`` is a non-empty string of at most ``max_bytes`` UTF-8 bytes without control characters
     (the rule for plugin and exporter ids)."""
@@ -124,15 +138,9 @@ def plugin_entry(plugin: Any, plugin_id: Any = None) -> str | bytes:
         return plugin
     if isinstance(plugin, types.ModuleType) and plugin.__name__ != "__main__":
         return plugin.__name__
-    if isinstance(plugin, type) and plugin.__module__ != "__main__" and "<locals>" not in plugin.__qualname__:
-        name = f"{plugin.__module__}:{plugin.__qualname__}"
-        try:
-            found: Any = importlib.import_module(plugin.__module__)
-            for part in plugin.__qualname__.split("."):
-                found = getattr(found, part)
-        except Exception:
-            found = None
-        if found is plugin:
+    if isinstance(plugin, type):
+        name = importable_name(plugin)
+        if name is not None:
             return name
     try:
         return bytes(cloudpickle.dumps(plugin))
