@@ -27,6 +27,7 @@ PUBLIC = [
     "Event",
     "EventError",
     "FunctionTool",
+    "McpError",
     "NameNotFound",
     "PluginError",
     "PolicyDenied",

@@ -34,6 +34,7 @@ processes as data.
     ├── BudgetExceeded                     a configured budget ran out (max_llm_calls, bytes, steps)
     ├── PolicyDenied                       runtime policy or admission refused the work
     ├── PluginError                        a Runner plugin halted the run or failed closed (details: plugin, hook)
+    ├── McpError                           an MCP connection, request or server (mcp_timeout, mcp_connection_closed)
     ├── RunError                           stable runs
     │   └── RunNotFound                    reason not_found
     ├── RetryExhausted                     retry.execute ran out of attempts or time (last error in details)
@@ -62,6 +63,7 @@ __all__ = [
     "ConfigError",
     "ContentError",
     "EventError",
+    "McpError",
     "NameNotFound",
     "PluginError",
     "PolicyDenied",
@@ -398,6 +400,13 @@ class PluginError(AdkError):
     (``plugin_timeout``, ``memory_limit``, ``plugin_raised``, ...); ``details`` name the plugin and the hook only."""
 
     default_reason = "plugin_failed"
+
+
+class McpError(AdkError):
+    """An MCP connection, request or server refused or failed (``mcp_timeout``, ``mcp_connection_closed``,
+    ``mcp_message_too_large``, ``mcp_protocol_error``, ...); ``details`` are structural only."""
+
+    default_reason = "mcp_error"
 
 
 class RunError(AdkError):

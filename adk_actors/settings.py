@@ -16,6 +16,7 @@ import ipaddress
 import json
 import math
 import os
+import re
 import tomllib
 import urllib.parse
 from collections.abc import Mapping
@@ -26,6 +27,8 @@ from typing import Any, Literal, get_args, get_type_hints
 from adk_actors.errors import ConfigError
 from adk_actors.secrets import Secret
 
+_AGENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+"""An agent name (the rule of ``adk_actors.agents.spec.check_agent_name``)."""
 __all__ = ["ENV_PREFIX", "INTERNAL_ENV", "Settings", "check_otel_endpoint", "load_settings"]
 
 ENV_PREFIX = "ADK_"
@@ -124,6 +127,9 @@ class Settings:
     """Developer tooling: the address the ``/dev/v1`` server binds; loopback unless ``dev_allow_remote_bind``."""
     dev_allow_remote_bind: bool = False
     """Developer tooling: opt-in for a non-loopback ``dev_bind_ip`` (the start fails closed without it)."""
+    dev_mcp: str = ""
+    """Developer tooling: comma-separated registered agent names the dev server also exposes as MCP tools at
+    ``/mcp`` (``adk serve --mcp``; same token, needs the ``mcp`` extra); empty: no MCP endpoint."""
     observability_bus: Mapping[str, Any] = field(default_factory=dict)
     """Observability: the node's envelope bus, as the keyword arguments of
     :func:`adk_actors.observability.bus.configure_bus` (``exporters`` as importable names); empty means no bus.
@@ -317,6 +323,13 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         if len(encoded) > MAX_BUS_SETTING_BYTES:
             raise bad(f"at most {MAX_BUS_SETTING_BYTES} bytes as JSON")
         return json.loads(encoded)
+    if key == "dev_mcp":
+        if not isinstance(value, str) or len(value) > 4096:
+            raise bad("expected comma-separated agent names (at most 4096 characters)")
+        names = [n.strip() for n in value.split(",") if n.strip()]
+        if not all(_AGENT_NAME.fullmatch(n) for n in names):
+            raise bad("expected comma-separated agent names")
+        return ",".join(names)
     if key == "extra":
         if not isinstance(value, Mapping) or value:
             raise bad("no extra settings are defined yet")

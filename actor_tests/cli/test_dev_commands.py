@@ -173,3 +173,52 @@ def test_adk_serve_runs_a_node_with_the_console_and_the_api_and_stops_cleanly(tm
     deadline = time.monotonic() + 30
     while _servers(admin_port):
         assert time.monotonic() < deadline, "the dev server process stopped with its node"
+
+
+def test_adk_serve_mcp_exposes_the_agent_as_an_mcp_tool_to_the_official_client(tmp_path: Path) -> None:
+    anyio = pytest.importorskip("anyio")
+    from mcp import Client
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADK_") and k != "GEMINI_API_KEY"}
+    dev_port = reserved_port()
+    env.update({"ADK_DATA_DIR": str(tmp_path), "ADK_DEV_TOKEN": TOKEN, "THESPIAN_BASE_IPADDR": "127.0.0.1"})
+    command = [
+        ADK,
+        "serve",
+        "--config",
+        str(ROOT / "config" / "agent.json"),
+        "--emulator",
+        "--dev-port",
+        str(dev_port),
+        "--mcp",
+    ]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    admin_port = 0
+    try:
+        assert proc.stdout is not None
+        ready = json.loads(proc.stdout.readline())
+        admin_port = ready["port"]
+        assert ready["mcp"] == f"http://127.0.0.1:{dev_port}/mcp"
+        assert httpx.post(ready["mcp"], json={}, timeout=10).status_code == 401  # the dev token guards /mcp too
+
+        async def talk() -> tuple[list[str], str]:
+            import httpx2
+
+            client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+            from mcp.client.streamable_http import streamable_http_client
+
+            async with client, Client(streamable_http_client(ready["mcp"], http_client=client), mode="legacy") as c:
+                names = [t.name for t in (await c.list_tools()).tools]
+                result = await c.call_tool("CliAgent", {"prompt": "say hello"})
+                return names, result.content[0].text
+
+        names, text = anyio.run(talk)
+        assert names == ["CliAgent"]
+        assert text  # the emulator-backed agent answered through a run the node owns
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert TOKEN not in err
+    deadline = time.monotonic() + 30
+    while admin_port and _servers(admin_port):
+        assert time.monotonic() < deadline, "the dev server process stopped with its node"

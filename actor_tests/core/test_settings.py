@@ -111,3 +111,12 @@ def test_configuration_doc_lists_every_setting() -> None:
     doc = (REPO / "docs" / "CONFIGURATION.md").read_text()
     missing = [name for name in Settings.__dataclass_fields__ if name != "extra" and f"`{name}`" not in doc]
     assert missing == []
+
+
+def test_dev_mcp_is_a_normalized_list_of_agent_names_and_refuses_anything_else() -> None:
+    assert Settings.from_dict({"dev_mcp": " Weather , Planner,"}).dev_mcp == "Weather,Planner"
+    assert Settings.from_dict({}).dev_mcp == ""
+    for bad in ("Weather; rm -rf", "9lives", "a" * 65, 42, "x," * 2100):
+        with pytest.raises(ConfigError) as caught:
+            Settings.from_dict({"dev_mcp": bad})
+        assert caught.value.details.get("key") == "dev_mcp"

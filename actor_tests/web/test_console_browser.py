@@ -442,3 +442,42 @@ def test_the_token_stays_out_of_the_url_storage_cookies_and_page_text(console: C
     driver.refresh()
     console.wait(lambda: console.find("#token-input").is_displayed(), "the connect screen after a reload")
     assert not console.find("#app").is_displayed()
+
+
+def test_the_mcp_panel_lists_a_stdio_connection_and_shows_its_tools_when_selected(
+    console: Console, server: DevServer
+) -> None:
+    import sys
+
+    from actor_tests.web.mcp_peer import SERVER_NAME, SERVER_VERSION
+    from adk_actors import mcp
+
+    peer = str(Path(__file__).with_name("mcp_peer.py"))
+    client = mcp.connect("stdio", sys.executable, args=[peer, "stdio"], name="local-peer", system=server.system)
+    try:
+        client.list_tools()
+        row_css = f'#mcp-rows tr[data-connection-id="{client.ref.local_id}"]'
+        console.open()
+        console.tab("mcp")
+        console.wait(lambda: console.all(row_css), "the connection's row")
+        cells = [c.text for c in console.all(f"{row_css} td")]
+        assert cells == [
+            "local-peer",
+            "stdio",
+            f"{SERVER_NAME} {SERVER_VERSION}",
+            client.protocol_version,
+            "open",
+            "3",
+            "1",
+        ]
+        assert not console.find("#mcp-detail").is_displayed()
+
+        console.click(row_css)
+        console.wait(lambda: console.find("#mcp-detail").is_displayed(), "the selected connection's tools")
+        assert console.texts("#mcp-tools .mcp-tool") == ["add", "fail", "summarize"]
+        assert console.find("#mcp-detail-name").text == "local-peer"
+        assert "selected" in console.find(row_css).get_attribute("class")
+        assert console.find("#mcp-error").text == ""
+        console.screenshot("console-mcp.png")
+    finally:
+        client.close()

@@ -63,6 +63,7 @@ from adk_actors.sessions.client import STORE_NAME, ActorSessionService
 from adk_actors.sessions.messages import SessionBatch
 from adk_actors.telemetry import TELEMETRY_NAME, Emit, TelemetryEvent
 from adk_actors.telemetry import event as telemetry_event
+from adk_actors.tools.remote import CancelRemoteCall
 
 __all__ = ["AgentActor"]
 
@@ -303,6 +304,10 @@ class AgentActor(GenServer):
     def _call_agent(self, slot: _Slot, e: fx.CallAgent) -> None:
         self.call(e.target, e.request, e.deadline, self._back(slot, e.id))
 
+    def _call_remote(self, slot: _Slot, e: fx.CallRemoteTool) -> None:
+        call_id = self.call(e.target, e.request, e.deadline, self._back(slot, e.id))
+        slot.handles[e.id] = ("remote", (e.target, call_id))
+
     def _acquire(self, slot: _Slot, e: fx.AcquirePermit) -> None:
         request = Acquire(
             agent=e.agent, owner_pid=os.getpid(), overflow=e.overflow, queue_timeout_ms=e.queue_timeout_ms
@@ -335,6 +340,9 @@ class AgentActor(GenServer):
                 self.cancel_io(handle)
             elif kind == "job":
                 self.send_to("workers", CancelJob(call_id=handle))
+            elif kind == "remote":
+                target, call_id = handle
+                self.send_to(target, CancelRemoteCall(call_id))
 
     def _telemetry(self, slot: _Slot, e: fx.Telemetry) -> None:
         """Queue a turn's telemetry; the queue goes to the hub in one message at most every 20 ms (one message
@@ -380,6 +388,7 @@ _EXECUTORS: dict[type, Callable[[AgentActor, _Slot, Any], None]] = {
     fx.RunPlugin: AgentActor._run_plugin,
     fx.Spans: AgentActor._spans,
     fx.CallAgent: AgentActor._call_agent,
+    fx.CallRemoteTool: AgentActor._call_remote,
     fx.AcquirePermit: AgentActor._acquire,
     fx.ReleasePermit: AgentActor._release_permit,
     fx.SessionCall: AgentActor._session_call,

@@ -39,6 +39,7 @@ from adk_actors.schema import compile_schema
 from adk_actors.secrets import Secret, prune_secrets
 from adk_actors.tools import Tool, compile_catalog, is_inline, is_parallel_safe, tool_declaration
 from adk_actors.tools.catalog import ToolCatalog, Toolset
+from adk_actors.tools.remote import remote_binding
 
 __all__ = [
     "AGENT_KEYS",
@@ -140,6 +141,8 @@ class ToolSpec:
     """The tool object serialized by value (cloudpickle); run in a worker (or inline) by the agent."""
     agent: str = ""
     """For an ``AgentTool``: the agent name to invoke (no payload is run)."""
+    remote: Any = None
+    """For a remote tool (an MCP tool): its :class:`~adk_actors.tools.remote.RemoteBinding` (no payload is run)."""
     parallel_safe: bool = False
     """Whether calls may run concurrently with neighbouring parallel-safe calls."""
     inline: bool = False
@@ -260,6 +263,17 @@ def _tool_spec(tool: Any, source: str = "tool") -> ToolSpec:
             schema=compiled.schema,
             agent=tool.agent,
             parallel_safe=True,
+            source=source,
+        )
+    remote = remote_binding(tool)
+    if remote is not None:
+        return ToolSpec(
+            name=tool.name,
+            description=tool.description,
+            schema=compiled.schema,
+            remote=remote,
+            parallel_safe=is_parallel_safe(tool),
+            confirmation="always" if getattr(tool, "requires_confirmation", False) is True else "never",
             source=source,
         )
     static = getattr(tool, "requires_confirmation", False)

@@ -2,7 +2,7 @@
 
 ::
 
-    adk serve --config FILE [--emulator] [--dev-port N] [--bind IP [--allow-remote-bind]]
+    adk serve --config FILE [--emulator] [--dev-port N] [--bind IP [--allow-remote-bind]] [--mcp]
     adk inspect [--port N] agents | agent NAME | run RUN_ID | diagnostics | metrics
     adk session [--port N] list [--app A] [--user U] [--limit N] | show APP USER SESSION [--events N]
                            | delete APP USER SESSION
@@ -53,6 +53,9 @@ def add_parser(sub: Any) -> None:
     serve_parser.add_argument("--dev-port", type=int, default=None, help="the server's port (default: settings)")
     serve_parser.add_argument("--bind", default=None, help="the server's address (default: settings, 127.0.0.1)")
     serve_parser.add_argument("--allow-remote-bind", action="store_true", help="allow a non-loopback --bind")
+    serve_parser.add_argument(
+        "--mcp", action="store_true", help="also expose the agent as an MCP tool at /mcp (Streamable HTTP)"
+    )
     serve_parser.set_defaults(handler=serve)
 
     port = [_with_port()]
@@ -167,12 +170,18 @@ def serve(args: argparse.Namespace) -> int:
             changes["dev_port"] = args.dev_port
         if args.bind is not None:
             changes["dev_bind_ip"] = args.bind
+        options = options_from_args(args, streaming=True)
+        if args.mcp:
+            from adk_actors.cli.agent_file import load_agent_file
+
+            changes["dev_mcp"] = load_agent_file(options.config_path).name
         settings = load_settings().replace(**changes)
-        with open_agent(options_from_args(args, streaming=True), settings) as live:
+        with open_agent(options, settings) as live:
             url = _wait_listening(live.handle)
-            print_json(
-                {"url": f"{url}/dev", "api": f"{url}/dev/v1", "agent": live.agent.name, "port": live.handle.port}
-            )
+            info = {"url": f"{url}/dev", "api": f"{url}/dev/v1", "agent": live.agent.name, "port": live.handle.port}
+            if args.mcp:
+                info["mcp"] = f"{url}/mcp"
+            print_json(info)
             threading.Event().wait()  # until SIGINT/SIGTERM (raised as KeyboardInterrupt/SystemExit)
     except AdkError as err:
         print_error(err)

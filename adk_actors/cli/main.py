@@ -11,6 +11,7 @@
 * ``adk shell [--port N] [--json COMMAND]`` — :mod:`adk_actors.cli.shell` (docs/SHELL.md)
 * ``adk serve``, ``adk inspect``, ``adk session``, ``adk resume`` — :mod:`adk_actors.cli.dev_cmds`
   (docs/DEV_CONSOLE.md)
+* ``adk mcp list-tools CMD [ARGS...] | URL`` — :mod:`adk_actors.cli.mcp_cmd`
 
 Every command reports failures by reason (``AdkError``) and exits non-zero, without a traceback; see docs/CLI.md.
 """
@@ -25,7 +26,7 @@ from types import FrameType
 from typing import Any
 
 from adk_actors import __version__
-from adk_actors.cli import config_cmd, console, dev_cmds, doctor, run_cmd, shell
+from adk_actors.cli import config_cmd, console, dev_cmds, doctor, mcp_cmd, run_cmd, shell
 
 __all__ = ["build_parser", "main", "node_metrics", "session_guarantee"]
 
@@ -108,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="print the supervision tree of a running system as JSON")
     status.add_argument("--port", type=int, default=None, help="admin port (default: settings / $ADK_SYSTEM_PORT)")
     status.set_defaults(handler=_status)
-    for command in (doctor, config_cmd, run_cmd, console, shell, dev_cmds):
+    for command in (doctor, config_cmd, run_cmd, console, shell, dev_cmds, mcp_cmd):
         command.add_parser(sub)
     return parser
 

@@ -1,4 +1,4 @@
-"""Developer operations over the facade: agents, stable runs, sessions, diagnostics and metrics.
+"""Developer operations over the facade: agents, stable runs, sessions, MCP connections, diagnostics and metrics.
 
 :class:`DevOps` wraps one node (an ``ActorSystemHandle``) and its session service. Every method validates its
 input with the project's checks and raises the project's errors (never an HTTP status: :mod:`adk_actors.web.dev`
@@ -30,6 +30,7 @@ __all__ = [
     "MAX_AGENTS",
     "MAX_DELTA_KEYS",
     "MAX_INPUT_BYTES",
+    "MAX_MCP_CONNECTIONS",
     "MAX_PAGE",
     "MAX_SESSION_EVENTS",
     "DevOps",
@@ -61,6 +62,31 @@ _SEEN_S = 5.0
 makes the run fail instead of the start)."""
 _NOT_AN_AGENT = frozenset({"unknown_request", "invalid_agent_name", "reserved_agent_name"})
 _SCOPES = ("app:", "user:", "temp:")
+MAX_MCP_CONNECTIONS = 256
+"""Most MCP connections :meth:`DevOps.list_mcp_connections` lists."""
+_MCP_STATUS_KEYS = (
+    "connection_id",
+    "name",
+    "transport",
+    "url",
+    "server_pid",
+    "protocol_version",
+    "server_info",
+    "state",
+    "tools",
+    "catalog_changed",
+    "in_flight",
+    "calls",
+)
+"""What a connection's status shows here: a connection actor's status by name, so a key it adds later (which might
+carry an option's value) is not published before it is reviewed. Its options (command arguments, environment,
+token) are never among them."""
+_MAX_TOOL_NAME = 256
+
+
+def _gone(err: AdkError) -> bool:
+    """Whether ``err`` says the actor asked is no longer there (a connection that closed meanwhile)."""
+    return isinstance(err, NameNotFound | ActorCrashed) or err.reason in ("noproc", "not_found")
 
 
 def event_json(event: Any) -> dict[str, Any]:
@@ -396,6 +422,82 @@ class DevOps:
             "events": [event_json(e) for e in events],
             "events_total": len(session.events),
         }
+
+    # ---- MCP connections ---------------------------------------------------------------------------------------
+
+    def list_mcp_connections(self) -> dict[str, Any]:
+        """The node's MCP client connections, at most :data:`MAX_MCP_CONNECTIONS` by id: ``{"connections":
+        [{connection_id, host_id, name, transport, url, server_pid, protocol_version, server_info, state, tools,
+        catalog_changed, in_flight, calls, available}], "truncated"}``.
+
+        The hosts report their connection actors; each is asked for its status, all at once. One that does not
+        answer within :data:`_LIST_S` (busy, or closing) is listed with ``"available": False`` instead of holding up
+        the list; one that stopped meanwhile is left out.
+        """
+        from adk_actors.mcp import connection_ids
+
+        found = sorted(connection_ids(self.system, timeout=_LIST_S), key=lambda hc: hc[1])
+        shown = found[:MAX_MCP_CONNECTIONS]
+
+        def shape(host_cid: tuple[int, str]) -> dict[str, Any] | None:
+            try:
+                return self._mcp_status(*host_cid)
+            except AdkError as err:
+                if _gone(err):
+                    return None
+                return {"connection_id": host_cid[1], "host_id": host_cid[0], "available": False}
+
+        connections: list[dict[str, Any]] = []
+        if shown:
+            with concurrent.futures.ThreadPoolExecutor(min(_LIST_THREADS, len(shown))) as pool:
+                connections = [c for c in pool.map(shape, shown) if c is not None]
+        return {"connections": connections, "truncated": len(found) > MAX_MCP_CONNECTIONS}
+
+    def mcp_connection(self, connection_id: Any) -> dict[str, Any]:
+        """One MCP connection's status, its tools as ``[{"name"}]``.
+
+        The tool names are those of the connection's last listing (what its agents' toolsets were shown). Their
+        descriptions are not fetched: listing the server's tools from here would clear the connection's pending
+        catalog change (``tool_catalog_changed``, which only a toolset ``refresh()`` may clear) and count as a call.
+
+        Raises:
+            ValidationError: a malformed id.
+            NameNotFound: ``mcp_connection_not_found``.
+        """
+        from adk_actors.mcp import connection_ids
+
+        cid = check_id(connection_id, "connection_id")
+        status: dict[str, Any] | None = None
+        host = next((h for h, c in connection_ids(self.system, timeout=_DESCRIBE_S) if c == cid), None)
+        if host is not None:
+            try:
+                status = self._mcp_status(host, cid, _DESCRIBE_S)
+            except AdkError as err:
+                if not _gone(err):
+                    raise
+        if status is None:
+            raise NameNotFound(
+                "no open MCP connection of that id", reason="mcp_connection_not_found", details={"key": "connection_id"}
+            )
+        status["tools"] = [{"name": name} for name in status["tools"]]
+        return status
+
+    def _mcp_status(self, host_id: int, connection_id: str, timeout: float = _LIST_S) -> dict[str, Any]:
+        from adk_actors.mcp.messages import McpStatus
+        from adk_actors.runtime.refs import LocalRef
+
+        raw = self.system.ask(LocalRef(host_id, connection_id), McpStatus(), timeout)
+        raw = raw if isinstance(raw, Mapping) else {}
+        status = dict(prune_secrets(json_safe({k: raw[k] for k in _MCP_STATUS_KEYS if k in raw and k != "tools"})))
+        # Not through json_safe, which keeps 63 entries of a list: a server may list up to 1,024 tools.
+        tools = raw.get("tools") or ()
+        status.update(
+            connection_id=connection_id,
+            host_id=host_id,
+            available=True,
+            tools=sorted({t[:_MAX_TOOL_NAME] for t in tools if isinstance(t, str)}) if isinstance(tools, list) else [],
+        )
+        return status
 
     # ---- diagnostics -------------------------------------------------------------------------------------------
 

@@ -9,7 +9,8 @@ Prints a Markdown report (a targets summary, then one table per benchmark) heade
 the git commit and the exact command; ``--append`` also appends it to a file as a new dated section.
 Benchmarks, in run order: ``idle``, ``ask_tier1``, ``ask_tier2``, ``hops``, ``restart``, ``spawn_inner``,
 ``provider``, ``sessions``, ``runner``, ``runner_c1000`` (:mod:`~adk_actors.devtools.bench_runner`), ``observability``
-(:mod:`~adk_actors.devtools.bench_observability`), ``agent_turns``,
+(:mod:`~adk_actors.devtools.bench_observability`), ``dev_api`` (:mod:`~adk_actors.devtools.bench_dev_api`), ``mcp``
+(:mod:`~adk_actors.devtools.bench_mcp`), ``agent_turns``,
 ``concurrency``, ``idle_agents``, ``spawn_agents`` (:mod:`~adk_actors.devtools.bench_agents`), ``reliability``
 (:mod:`~adk_actors.devtools.bench_reliability`).
 
@@ -72,6 +73,8 @@ TARGETS = {
     "observability_overhead_cpu_ms": 0.5,
     # R13 (issue 19): a run started and streamed over /dev/v1, over runs.start + subscribe through the facade
     "dev_api_overhead_cpu_ms": 1.0,
+    # R14 (issue 20): an MCP tool turn over stdio, over the same turn with a worker function tool
+    "mcp_stdio_overhead_cpu_ms": 1.5,
     "c1000_wall_s": 3.0,
     "c1000_pss_mb": 300.0,
     "idle_pct_core": 1.0,
@@ -1017,6 +1020,7 @@ from adk_actors.devtools.bench_agents import (  # noqa: E402
     bench_spawn_agents,
 )
 from adk_actors.devtools.bench_dev_api import bench_dev_api  # noqa: E402
+from adk_actors.devtools.bench_mcp import bench_mcp  # noqa: E402
 from adk_actors.devtools.bench_observability import bench_observability  # noqa: E402
 from adk_actors.devtools.bench_reliability import bench_reliability  # noqa: E402
 from adk_actors.devtools.bench_runner import bench_runner, bench_runner_c1000  # noqa: E402
@@ -1035,6 +1039,7 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     "runner_c1000": (bench_runner_c1000, False),
     "observability": (bench_observability, False),
     "dev_api": (bench_dev_api, False),
+    "mcp": (bench_mcp, False),
     "agent_turns": (bench_agent_turns, False),
     "concurrency": (bench_concurrency, False),
     "idle_agents": (bench_idle_agents, False),

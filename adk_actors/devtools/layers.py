@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "context": 3,
     "admission": 3,
     "policy": 3,
+    "mcp": 3,
     # 4: lifecycles
     "runs": 4,
     "workflows": 4,

@@ -38,13 +38,14 @@ class CancelToken:
     cancellation is shut down at once, so there is no window in which a call can start talking after a cancel.
     """
 
-    __slots__ = ("_event", "_lock", "_reason", "_sockets", "progress")
+    __slots__ = ("_callbacks", "_event", "_lock", "_reason", "_sockets", "progress")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._event = threading.Event()
         self._sockets: set[socket.socket] = set()
         self._reason: str | None = None
+        self._callbacks: list[Callable[[], object]] = []
         self.progress: Callable[[Any], None] | None = None
         """Set by the runtime's I/O pool: ``progress(value)`` delivers an intermediate value to the caller's
         ``on_progress`` (in order, before the final result); ``None`` outside the pool."""
@@ -72,10 +73,23 @@ class CancelToken:
         with self._lock:
             if self._reason is None:
                 self._reason = reason
+            first = not self._event.is_set()
             self._event.set()
             sockets = list(self._sockets)
+            callbacks, self._callbacks = (self._callbacks, []) if first else ([], self._callbacks)
         for sock in sockets:
             _shutdown(sock)
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], object]) -> None:
+        """Run ``callback()`` once when the token is cancelled (at once when it already is). It runs on the
+        cancelling thread: keep it short and thread-safe (for example ``loop.call_soon_threadsafe(...)``)."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
 
     def register(self, sock: socket.socket) -> None:
         """Track ``sock`` as belonging to the guarded call (shut it down at once when already cancelled)."""

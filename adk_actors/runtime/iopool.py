@@ -22,7 +22,7 @@ from adk_actors.errors import AdkError, ProviderError
 from adk_actors.runtime.cancel import CancelToken
 from adk_actors.runtime.httpcancel import use_token
 
-__all__ = ["IOPool", "IoResult"]
+__all__ = ["Completion", "IOPool", "IoResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +40,17 @@ class _Job:
     fn: Callable[..., Any]
     args: tuple[Any, ...]
     token: CancelToken
+
+
+class Completion:
+    """Marks a call that needs no pool thread: ``start(token, complete, *args)`` runs at once on the submitting
+    thread, must not block, and arranges for ``complete(value, error)`` to be called exactly once later from any
+    thread (an event loop's done callback, for example). Cancelling the token must make it complete soon."""
+
+    __slots__ = ("start",)
+
+    def __init__(self, start: Callable[..., None]) -> None:
+        self.start = start
 
 
 class IOPool:
@@ -64,6 +75,11 @@ class IOPool:
         values ``fn`` reported with ``token.report(value)`` (in order)."""
         token = CancelToken()
         token.progress = lambda value: self._finish(IoResult(io_id, value, None, progress=True))
+        if isinstance(fn, Completion):
+            with self._lock:
+                self._tokens[io_id] = token
+            self._start_external(io_id, fn, args, token)
+            return token
         job = _Job(io_id, fn, args, token)
         with self._lock:
             self._tokens[io_id] = token
@@ -74,6 +90,30 @@ class IOPool:
             else:
                 self._waiting.append(job)
         return token
+
+    def _start_external(self, io_id: int, fn: Completion, args: tuple[Any, ...], token: CancelToken) -> None:
+        done = threading.Lock()
+
+        def complete(value: Any, error: AdkError | None) -> None:
+            if not done.acquire(blocking=False):
+                return  # exactly once
+            with self._lock:
+                self._tokens.pop(io_id, None)
+            self._finish(IoResult(io_id, value, error))
+
+        try:
+            fn.start(token, complete, *args)
+        except AdkError as err:
+            complete(None, err)
+        except Exception as exc:
+            complete(
+                None,
+                ProviderError(
+                    f"blocking call failed ({type(exc).__name__})",
+                    reason="io_failed",
+                    details={"exception_type": type(exc).__name__},
+                ),
+            )
 
     def cancel(self, io_id: int) -> bool:
         """Cancel a queued or running call (its result, a ``cancelled`` error, still arrives via drain)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from adk_actors.content.canonical import canonical_dumps
 from adk_actors.content.parts import FunctionCallPart
-from adk_actors.errors import SchemaError, ToolError
+from adk_actors.errors import AdkError, SchemaError, ToolError
 from adk_actors.schema import CompiledSchema, compile_schema, gemini_function_declaration
 from adk_actors.tools.base import Tool
 
@@ -77,6 +77,10 @@ class Toolset:
     """Loads a fresh tool list for :meth:`refresh`; ``None`` for a static toolset."""
     version: str = dataclasses.field(default="", compare=False)
     """Digest of this snapshot's declarations (computed)."""
+    late_bound: bool = True
+    """For a dynamic toolset: whether its tools are materialized from the backend when a call runs
+    (:class:`ToolsetMember`); ``False`` when each tool carries its own binding and checks its declaration's
+    digest with the backend itself (an MCP toolset)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -102,14 +106,14 @@ class Toolset:
         return cls(name=name, tools=tuple(tools))
 
     @classmethod
-    def dynamic(cls, name: str, loader: Callable[[], Iterable[Any]]) -> Toolset:
+    def dynamic(cls, name: str, loader: Callable[[], Iterable[Any]], *, late_bound: bool = True) -> Toolset:
         """A toolset whose snapshot comes from ``loader`` (called now and on each :meth:`refresh`).
 
         Raises:
             ToolError: reason ``toolset_load_failed`` or an invalid tool.
             SchemaError: a tool's schema is invalid.
         """
-        return cls(name=name, tools=_load(name, loader), loader=loader)
+        return cls(name=name, tools=_load(name, loader), loader=loader, late_bound=late_bound)
 
     def refresh(self) -> Toolset:
         """A new snapshot from the loader (a static toolset returns itself); ``self`` is unchanged.
@@ -120,12 +124,14 @@ class Toolset:
         """
         if self.loader is None:
             return self
-        return Toolset(name=self.name, tools=_load(self.name, self.loader), loader=self.loader)
+        return Toolset(
+            name=self.name, tools=_load(self.name, self.loader), loader=self.loader, late_bound=self.late_bound
+        )
 
     def members(self) -> tuple[Any, ...]:
         """The snapshot's tools as an agent carries them: a static toolset's tools as they are; a dynamic one's as
         :class:`ToolsetMember` values that re-load the backend when called and fail closed when it moved on."""
-        if self.loader is None:
+        if self.loader is None or not self.late_bound:
             return self.tools
         out = []
         for tool in self.tools:
@@ -200,7 +206,7 @@ class ToolsetMember:
 def _load(name: str, loader: Callable[[], Iterable[Any]]) -> tuple[Any, ...]:
     try:
         return tuple(loader())
-    except ToolError:
+    except AdkError:
         raise
     except Exception as exc:
         raise ToolError(

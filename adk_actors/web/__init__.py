@@ -5,13 +5,17 @@
   :func:`edge_app`;
 * :mod:`~adk_actors.web.offload` — :class:`Offload`: blocking facade calls and subscriptions off the event loop;
 * :mod:`~adk_actors.web.sse` — SSE encoding, ``Last-Event-ID`` parsing and the bounded :class:`SseStream`;
-* :mod:`~adk_actors.web.serve` — :func:`check_bind`, :func:`run_server` and :func:`start_in_thread` (uvicorn).
+* :mod:`~adk_actors.web.serve` — :func:`check_bind`, :func:`run_server` and :func:`start_in_thread` (uvicorn);
+* :mod:`~adk_actors.web.mcp_server` — :func:`mcp_app`, the MCP Streamable HTTP server (``McpLimits``,
+  ``McpResource``, ``McpPrompt``); loaded on first use, it needs the ``mcp`` extra.
 
 An edge is a facade client: it holds no domain state, and the work a request starts belongs to the node. It needs
 the ``web`` extra (Starlette and uvicorn).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 try:
     import starlette  # noqa: F401
@@ -36,11 +40,34 @@ from adk_actors.web.offload import BlockingIterator, Offload
 from adk_actors.web.serve import ServerThread, check_bind, run_server, start_in_thread
 from adk_actors.web.sse import SseEvent, SseStream, encode_event, parse_last_event_id
 
+_MCP_NAMES = {
+    "McpApp": "adk_actors.web.mcp_server",
+    "mcp_app": "adk_actors.web.mcp_server",
+    "McpLimits": "adk_actors.web.mcp_spec",
+    "McpPrompt": "adk_actors.web.mcp_spec",
+    "McpResource": "adk_actors.web.mcp_spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The MCP server's names, imported on first use (``adk_actors.web`` works without the ``mcp`` extra)."""
+    module = _MCP_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'adk_actors.web' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "BlockingIterator",
     "DevToken",
     "EdgeGuard",
     "EdgeLimits",
+    "McpApp",
+    "McpLimits",
+    "McpPrompt",
+    "McpResource",
     "Offload",
     "ServerThread",
     "SseEvent",
@@ -53,6 +80,7 @@ __all__ = [
     "error_for",
     "error_response",
     "exception_handlers",
+    "mcp_app",
     "parse_last_event_id",
     "read_json",
     "run_server",

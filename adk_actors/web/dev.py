@@ -14,6 +14,7 @@ operation's reason (409 for a request the resource's state refuses: ``already_ex
 | ``GET /dev/v1/runs/{id}``, ``POST .../cancel``, ``POST .../resume`` | status, cancel, resume (``{"tool_response"}``) |
 | ``GET /dev/v1/runs/{id}/events`` | SSE: replay and live events, ``Last-Event-ID`` to reconnect |
 | ``GET/POST /dev/v1/sessions``, ``GET/DELETE /dev/v1/sessions/{app}/{user}/{id}``, ``PATCH .../state`` | sessions |
+| ``GET /dev/v1/mcp/connections``, ``GET /dev/v1/mcp/connections/{id}`` | MCP client connections (read-only) |
 | ``GET /dev/v1/diagnostics``, ``GET /dev/v1/observability`` | node status, metrics |
 """
 
@@ -253,6 +254,14 @@ class _Routes:
         _allowed(body, {"delta"})
         return JSONResponse(await self._call(self.ops.update_state, *self._ref(request), body.get("delta")))
 
+    # MCP connections
+
+    async def mcp_connections(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.ops.list_mcp_connections))
+
+    async def mcp_connection(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.ops.mcp_connection, request.path_params["connection_id"]))
+
     # node
 
     async def diagnostics(self, request: Request) -> Response:
@@ -298,6 +307,8 @@ def _routes(r: _Routes, console: bool) -> list[Route]:
         (f"{v1}/sessions/{{app}}/{{user}}/{{session_id}}", r.session, "GET"),
         (f"{v1}/sessions/{{app}}/{{user}}/{{session_id}}", r.delete_session, "DELETE"),
         (f"{v1}/sessions/{{app}}/{{user}}/{{session_id}}/state", r.state, "PATCH"),
+        (f"{v1}/mcp/connections", r.mcp_connections, "GET"),
+        (f"{v1}/mcp/connections/{{connection_id}}", r.mcp_connection, "GET"),
         (f"{v1}/diagnostics", r.diagnostics, "GET"),
         (f"{v1}/observability", r.observability, "GET"),
     ]

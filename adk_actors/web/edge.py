@@ -80,6 +80,7 @@ __all__ = [
     "internal_error_handler",
     "read_json",
     "status_for",
+    "strict_json",
 ]
 
 _KIB = 1024
@@ -327,7 +328,12 @@ def error_response(
 
 
 def error_for(err: AdkError) -> JSONResponse:
-    """The error response for a domain error: its status (:func:`status_for`), reason, scrubbed message, details."""
+    """The error response for a domain error: its status (:func:`status_for`), reason, scrubbed message, details.
+
+    A missing session is answered with a fixed message and no details: its message and details name the ids the
+    request asked for, and the edge echoes nothing from a request."""
+    if isinstance(err, SessionNotFound):
+        return error_response(status_for(err), err.reason, message="the session does not exist")
     return error_response(status_for(err), err.reason, message=scrub(err.message), **err.details)
 
 
@@ -378,6 +384,15 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def strict_json(body: bytes) -> Any:
+    """One strict JSON value from a UTF-8 body: no ``NaN``/``Infinity``, no duplicate keys.
+
+    Raises:
+        ValueError: not UTF-8, not JSON, or not strict (``RecursionError`` for absurd nesting).
+    """
+    return json.loads(body.decode("utf-8"), parse_constant=_refuse_constant, object_pairs_hook=_unique_object)
+
+
 def _limits_of(request: Request, limits: EdgeLimits | None) -> EdgeLimits:
     if limits is not None:
         return limits
@@ -411,7 +426,7 @@ async def read_json(request: Request, limits: EdgeLimits | None = None) -> dict[
         if len(body) > bound:
             raise ValidationError("the body is too large", reason="body_too_large", details={"max_bytes": bound})
     try:
-        value = json.loads(body.decode("utf-8"), parse_constant=_refuse_constant, object_pairs_hook=_unique_object)
+        value = strict_json(bytes(body))
     except (ValueError, RecursionError):
         raise ValidationError("the body is not valid JSON", reason="invalid_json") from None
     if not isinstance(value, dict):

@@ -110,7 +110,11 @@ def _serve(admin_port: int) -> int:
     check_bind(settings.dev_bind_ip, settings.dev_allow_remote_bind)
     token = DevToken.from_env()
     handle = attach(admin_port, settings, make_default=False)
-    app = dev_app(handle, token=token)
+    app: Any = dev_app(handle, token=token)
+    if settings.dev_mcp:
+        from adk_actors.web.mcp_server import mcp_app
+
+        app = _WithMcp(app, mcp_app(handle, token=token, agents=settings.dev_mcp.split(",")))
     deadline = time.monotonic() + BIND_RETRY_S
     while True:
         try:
@@ -142,6 +146,25 @@ def _serve(admin_port: int) -> int:
         server.stop(_STOP_S)
         handle.detach()
     return 0
+
+
+class _WithMcp:
+    """The dev app with the MCP endpoint (``adk serve --mcp``): ``/mcp`` goes to the MCP app, the rest to ``/dev``;
+    the MCP app's session manager runs for the lifespan of the server."""
+
+    def __init__(self, dev: Any, mcp: Any) -> None:
+        self.dev, self.mcp = dev, mcp
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from adk_actors.web.mcp_server import MCP_PATH
+
+        if scope["type"] == "lifespan":
+            async with self.mcp.lifespan():
+                await self.dev(scope, receive, send)
+        elif scope["type"] == "http" and scope.get("path") == MCP_PATH:
+            await self.mcp(scope, receive, send)
+        else:
+            await self.dev(scope, receive, send)
 
 
 def _stop(signum: int, frame: Any) -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "AcquirePermit",
     "CallAgent",
     "CallModel",
+    "CallRemoteTool",
     "Cancel",
     "CheckGate",
     "Effect",
@@ -151,6 +152,17 @@ class CallAgent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CallRemoteTool:
+    """Send a remote tool's call (an MCP tool) to the actor that runs it; the result is the function-response
+    part (a dict). Cancelling it sends ``CancelRemoteCall`` to ``target``."""
+
+    id: int
+    target: Any
+    request: Any = field(repr=False)
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AcquirePermit:
     """Ask the node's ``admission`` actor for a permit (owned by the runner's process); the result is the permit."""
 
@@ -257,6 +269,7 @@ Effect: TypeAlias = (
     | RunPlugin
     | ResolveInstructions
     | CallAgent
+    | CallRemoteTool
     | AcquirePermit
     | ReleasePermit
     | SessionCall

@@ -51,6 +51,7 @@ from adk_actors.agents.turn.effects import (
     AcquirePermit,
     CallAgent,
     CallModel,
+    CallRemoteTool,
     Cancel,
     CheckGate,
     Effect,
@@ -1746,6 +1747,16 @@ class Turn:
         name, call_id = call["name"], call.get("id")
         self.tool_started[index] = self.clock()
         self._emit("agent.tool.start", {}, tool=name, call_id=str(call_id or ""))
+        if tool.remote is not None:
+            self._out.append(
+                CallRemoteTool(
+                    id=self._id(partial(self._on_tool, index), cancellable=True),
+                    target=tool.remote.target,
+                    request=tool.remote.request(name, args, call_id),
+                    deadline=deadline,
+                )
+            )
+            return
         hooks = self.plan.tool_hooks
         self._out.append(
             RunTool(
@@ -1775,6 +1786,9 @@ class Turn:
         )
         self._end_span(("tool", index), _tool_failure(value, error))
         if error is not None:
+            if error.reason == "tool_catalog_changed":  # a remote catalog moved on: the turn fails until refresh()
+                self._finish(None, error)
+                return
             if isinstance(error, AskTimeout) or error.reason == "job_timeout":
                 error = ToolError("the tool passed its deadline", reason="tool_timeout")
             self._tool_result(index, failed_function_response(call["name"], call.get("id"), error).to_dict())

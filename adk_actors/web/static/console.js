@@ -16,6 +16,7 @@
   let agents = [];
   let follow = null; // the run whose events this page is reading (see followRun)
   let metricsLoaded = false;
+  let mcpSelected = null; // the connection id whose tools the MCP panel shows
   const conversation = { user: "dev-user", session: null };
 
   const $ = (id) => document.getElementById(id);
@@ -202,6 +203,9 @@
     setSession(null);
     metricsLoaded = false;
     $("metrics-rows").replaceChildren();
+    mcpSelected = null;
+    $("mcp-rows").replaceChildren();
+    $("mcp-detail").hidden = true;
     $("token-input").focus();
   }
 
@@ -844,6 +848,92 @@
     }
   }
 
+  // ---- MCP connections ---------------------------------------------------------------------------------------
+
+  function serverLabel(info) {
+    if (!info || typeof info !== "object") return "—";
+    return [info.name, info.version].filter((part) => typeof part === "string" && part).join(" ") || "—";
+  }
+
+  async function refreshMcp() {
+    showMessage($("mcp-error"), "");
+    try {
+      const page = await api("GET", "/mcp/connections");
+      const rows = $("mcp-rows");
+      rows.replaceChildren();
+      const connections = Array.isArray(page.connections) ? page.connections : [];
+      for (const c of connections) {
+        const row = el("tr", "mcp-row");
+        row.dataset.connectionId = c.connection_id;
+        if (c.connection_id === mcpSelected) row.classList.add("selected");
+        if (c.available === false) {
+          row.append(el("td", "mono", c.connection_id), el("td", "muted", "not answering"));
+          for (let i = 0; i < 5; i += 1) row.append(el("td", "muted", "—"));
+        } else {
+          const state = el("td");
+          const badge = el("span");
+          setBadge(badge, c.state === "open" ? "on" : "idle", c.state || "?");
+          state.append(badge);
+          row.append(
+            el("td", "mono mcp-name", c.name || c.connection_id),
+            el("td", null, c.transport),
+            el("td", "mcp-server", serverLabel(c.server_info)),
+            el("td", "mono", c.protocol_version || "—"),
+            state,
+            el("td", "num", Array.isArray(c.tools) ? c.tools.length : 0),
+            el("td", "num", c.calls),
+          );
+          row.tabIndex = 0;
+          row.title = c.transport === "http" ? c.url : `server pid ${c.server_pid}`;
+          row.addEventListener("click", () => showMcpConnection(c.connection_id));
+          row.addEventListener("keydown", (event) => {
+            if (event.key === "Enter") showMcpConnection(c.connection_id);
+          });
+        }
+        rows.append(row);
+      }
+      $("mcp-empty").hidden = connections.length > 0;
+      const more = page.truncated ? " (more not shown)" : "";
+      const count = `${connections.length} ${connections.length === 1 ? "connection" : "connections"}`;
+      $("mcp-updated").textContent = `Updated ${new Date().toLocaleTimeString()} · ${count}${more}`;
+      if (mcpSelected && !connections.some((c) => c.connection_id === mcpSelected)) {
+        mcpSelected = null;
+        $("mcp-detail").hidden = true;
+      }
+    } catch (err) {
+      showMessage($("mcp-error"), describe(err));
+    }
+  }
+
+  async function showMcpConnection(connectionId) {
+    showMessage($("mcp-error"), "");
+    mcpSelected = connectionId;
+    for (const row of document.querySelectorAll("#mcp-rows tr")) {
+      row.classList.toggle("selected", row.dataset.connectionId === connectionId);
+    }
+    try {
+      const c = await api("GET", `/mcp/connections/${pathOf(connectionId)}`);
+      if (mcpSelected !== connectionId) return;
+      $("mcp-detail-name").textContent = c.name || connectionId;
+      const where = c.transport === "http" ? c.url : `server pid ${c.server_pid}`;
+      const changed = c.catalog_changed ? " · catalog changed since the last listing" : "";
+      $("mcp-detail-meta").textContent = `${connectionId} · ${c.transport} · ${where} · ${c.in_flight} in flight${changed}`;
+      const tools = $("mcp-tools");
+      tools.replaceChildren();
+      for (const tool of Array.isArray(c.tools) ? c.tools : []) {
+        const item = el("li", "chip mcp-tool", tool.name);
+        if (tool.description) item.title = tool.description;
+        tools.append(item);
+      }
+      $("mcp-tools-empty").hidden = tools.children.length > 0;
+      $("mcp-detail").hidden = false;
+    } catch (err) {
+      $("mcp-detail").hidden = true;
+      showMessage($("mcp-error"), describe(err));
+      if (err instanceof ApiError && err.status === 404) refreshMcp();
+    }
+  }
+
   // ---- tabs and wiring ---------------------------------------------------------------------------------------
 
   function openTab(button) {
@@ -855,6 +945,7 @@
     }
     if (button.id === "tab-session") refreshSession(false);
     if (button.id === "tab-metrics" && !metricsLoaded) refreshMetrics();
+    if (button.id === "tab-mcp") refreshMcp();
   }
 
   function wire() {
@@ -894,6 +985,7 @@
     $("session-refresh").addEventListener("click", () => refreshSession(false));
     $("state-form").addEventListener("submit", saveState);
     $("metrics-refresh").addEventListener("click", refreshMetrics);
+    $("mcp-refresh").addEventListener("click", refreshMcp);
     for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => openTab(tab));
     setSession(null);
     $("token-input").focus();
