@@ -70,6 +70,24 @@ def test_prompt_calls_an_mcp_tool_and_the_model_gets_its_content_exactly(
     assert response["response"] == {"content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}}
 
 
+def test_an_agent_value_takes_an_mcp_toolset_like_any_tools(
+    system: ActorSystemHandle, emu: Emulator, official: mcp.McpClient
+) -> None:
+    from adk_actors import Agent, stop_agent
+
+    name = unique("McpValue")
+    agent = Agent(name=name, tools=[mcp.mcp_toolset(official, prefix="calc_")], provider_config=config_for(emu))
+    spawn_agent(agent, system=system)
+    try:
+        emu.set_script(call_then_echo("calc_add", {"a": 1, "b": 1}))
+        assert prompt(name, "one plus one", timeout=30, system=system).startswith("done:")
+        response = last_function_response(emu)
+        assert response["name"] == "calc_add"  # the prefixed function name; the server's tool is "add"
+        assert response["response"]["structuredContent"] == {"result": 2}
+    finally:
+        stop_agent(name, system=system)
+
+
 def test_a_runner_run_calls_an_mcp_tool_and_stores_its_result(
     system: ActorSystemHandle, emu: Emulator, spawn: Spawner, svc: ActorSessionService, official: mcp.McpClient
 ) -> None:

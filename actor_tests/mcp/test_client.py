@@ -20,6 +20,7 @@ from adk_actors.errors import ConfigError, McpError
 from adk_actors.mcp.core import CONNECT_OPTIONS, ClientOptions, check_options
 from adk_actors.mcp.http import check_url
 from adk_actors.runtime.system import ActorSystemHandle
+from adk_actors.testing.actors import ProbeArgs
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -195,3 +196,32 @@ def test_a_timeout_too_large_for_a_float_is_an_invalid_value(key: str) -> None:
     with pytest.raises(ConfigError) as caught:
         check_options("stdio", "server", **{key: 10**400})
     assert caught.value.reason == "invalid_value" and caught.value.details == {"key": key}
+
+
+def test_connections_are_found_on_a_host_with_more_inner_actors_than_its_status_lists(
+    system: ActorSystemHandle, connect: Connector
+) -> None:
+    """Host status lists 200 inner actors; discovery asks the hosts for connection actors by class instead. The
+    filler is started first on every host, so a connection started after it is past the status list's 200."""
+    from adk_actors.runtime.host import InnerSpec, SpawnMany
+    from adk_actors.runtime.refs import host_name
+
+    spawned = []
+    for host in range(system.settings.hosts):
+        specs = tuple(
+            InnerSpec(
+                local_id=f"filler-{uuid.uuid4().hex}",
+                actor="adk_actors.testing.actors.Probe",
+                args=ProbeArgs(),
+                restart="temporary",
+            )
+            for _ in range(210)
+        )
+        spawned.extend(system.ask(host_name(host), SpawnMany(specs=specs), 30))
+    try:
+        client = connect("stdio", sys.executable, args=official_args())
+        assert (client.ref.host_id, client.ref.local_id) in mcp.connection_ids(system)
+        assert mcp.connection_ids(system, limit=0) == []
+    finally:
+        for ref in spawned:
+            system.stop_inner(ref, 10)

@@ -464,16 +464,15 @@ class DevOps:
             ValidationError: a malformed id.
             NameNotFound: ``mcp_connection_not_found``.
         """
-        from adk_actors.mcp import connection_ids
+        from adk_actors.mcp.api import connection_ref
 
         cid = check_id(connection_id, "connection_id")
         status: dict[str, Any] | None = None
-        host = next((h for h, c in connection_ids(self.system, timeout=_DESCRIBE_S) if c == cid), None)
-        if host is not None:
+        if cid.startswith("mcp-"):
             try:
-                status = self._mcp_status(host, cid, _DESCRIBE_S)
+                status = self._mcp_status(connection_ref(cid, self.system).host_id, cid, _DESCRIBE_S)
             except AdkError as err:
-                if not _gone(err):
+                if not _gone(err) and err.reason != "unknown_request":  # another kind of inner actor: not found
                     raise
         if status is None:
             raise NameNotFound(
@@ -487,7 +486,8 @@ class DevOps:
         from adk_actors.runtime.refs import LocalRef
 
         raw = self.system.ask(LocalRef(host_id, connection_id), McpStatus(), timeout)
-        raw = raw if isinstance(raw, Mapping) else {}
+        if not isinstance(raw, Mapping) or raw.get("kind") != "mcp_connection":
+            raise NameNotFound("not an MCP connection", reason="not_found")
         status = dict(prune_secrets(json_safe({k: raw[k] for k in _MCP_STATUS_KEYS if k in raw and k != "tools"})))
         # Not through json_safe, which keeps 63 entries of a list: a server may list up to 1,024 tools.
         tools = raw.get("tools") or ()

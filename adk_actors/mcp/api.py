@@ -28,7 +28,7 @@ from adk_actors.mcp.results import call_result
 from adk_actors.runtime.refs import LocalRef
 from adk_actors.runtime.system import ActorSystemHandle, current_system
 
-__all__ = ["CONNECTION_ACTOR", "McpClient", "connect", "connection_ids"]
+__all__ = ["CONNECTION_ACTOR", "McpClient", "connect", "connection_ids", "connection_ref"]
 
 CONNECTION_ACTOR = "adk_actors.mcp.actor.McpConnectionActor"
 _GRACE_S = 2.0
@@ -238,24 +238,27 @@ def connect(
     )
 
 
-def connection_ids(system: ActorSystemHandle | None = None, timeout: float = 5.0) -> list[tuple[int, str]]:
-    """``(host_id, connection_id)`` of every MCP connection actor on the node's hosts (from the hosts' status)."""
+def connection_ids(
+    system: ActorSystemHandle | None = None, timeout: float = 5.0, limit: int = 1000
+) -> list[tuple[int, str]]:
+    """``(host_id, connection_id)`` of the MCP connection actors running on the node's hosts (at most ``limit`` per
+    host; a host that does not answer within ``timeout`` is left out)."""
+    from adk_actors.runtime.host import FindInner
     from adk_actors.runtime.refs import host_name
 
     handle = _system(system)
     out: list[tuple[int, str]] = []
     for host_id in range(handle.settings.hosts):
         try:
-            status = handle.ask(host_name(host_id), _status_request(), timeout)
+            ids: list[str] = handle.ask(host_name(host_id), FindInner(actor=CONNECTION_ACTOR, limit=limit), timeout)
         except AdkError:
             continue
-        for inner in status.get("inner", []):
-            if inner.get("actor") == CONNECTION_ACTOR.rpartition(".")[2] and inner.get("state") == "running":
-                out.append((host_id, str(inner["local_id"])))
+        out.extend((host_id, cid) for cid in ids)
     return out
 
 
-def _status_request() -> Any:
-    from adk_actors.runtime.messages import GetStatus
+def connection_ref(connection_id: str, system: ActorSystemHandle | None = None) -> LocalRef:
+    """Where the connection ``connection_id`` lives (connections are placed by their id, like any inner actor)."""
+    from adk_actors.runtime.refs import place
 
-    return GetStatus()
+    return LocalRef(place(connection_id, _system(system).settings.hosts), connection_id)

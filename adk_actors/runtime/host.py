@@ -65,6 +65,7 @@ from adk_actors.runtime.supervisor import ChildSpec, Supervisor, SupervisorSpec
 
 __all__ = [
     "GROUP_STRATEGIES",
+    "FindInner",
     "GroupStrategy",
     "Host",
     "HostArgs",
@@ -243,6 +244,15 @@ class SpawnGroup(Request[list[LocalRef]]):
     """Start a group of inner actors (see :class:`InnerGroupSpec`); answered with the members' ``LocalRef``s."""
 
     spec: InnerGroupSpec
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FindInner(Request[list[str]]):
+    """The local ids of this host's running inner actors of one class (its importable ``actor`` path), at most
+    ``limit``, sorted (status reports only the first 200 inner actors of any class)."""
+
+    actor: str
+    limit: int = 1000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -724,6 +734,11 @@ class Host(GenServer):
             self._report_permanent([request.spec])
             self._drain()
             return group_refs
+        if isinstance(request, FindInner):
+            found = sorted(
+                lid for lid, e in self.actors.items() if e.spec.actor == request.actor and e.state == "running"
+            )
+            return found[: max(0, request.limit)]
         if isinstance(request, StopInner):
             group = self.groups.get(request.local_id)
             if group is not None:
