@@ -9,7 +9,8 @@ The same ``Runner.run`` text turn on four nodes, one after the other:
 * (b) both.
 
 Each case runs in two rounds (the second in reverse order; a case's figures are the mean of its rounds), with one
-agent name in every node so the agent sits on the same host in each. The four run at ``log_level="warning"`` (the metadata logger's records are filtered, as in the ``runner``
+agent name in every node so the agent sits on the same host in each. The four run at
+``log_level="warning"`` (the metadata logger's records are filtered, as in the ``runner``
 benchmark) and at the node's default ``log_level="info"`` (every record is written, by the agent's process
 straight to the node's sink file: :class:`~adk_actors.logs.AppendSink`). The target is (b) ≤ (a) +
 0.5 ms CPU per turn; the two middle cases say where the difference comes from.

@@ -24,6 +24,7 @@ from adk_actors.tools.base import (
     is_parallel_safe,
 )
 from adk_actors.tools.catalog import CatalogEntry, ToolCatalog, Toolset, compile_catalog, tool_declaration
+from adk_actors.tools.code_execution import CodeExecutionTool, capabilities, code_toolset
 from adk_actors.tools.context import ReadOnlyState, ToolActions, ToolContext
 from adk_actors.tools.function_tool import FunctionTool, parse_docstring, schema_for_annotation
 from adk_actors.tools.responses import (
@@ -33,13 +34,19 @@ from adk_actors.tools.responses import (
     result_payload,
     tool_result_response,
 )
+from adk_actors.tools.sandbox import CodeExecutor, CodeRequest, CodeResult, ProcessSandbox
 from adk_actors.tools.suspension import long_running
 
 __all__ = [
     "MAX_HINT_CHARS",
     "CatalogEntry",
+    "CodeExecutionTool",
+    "CodeExecutor",
+    "CodeRequest",
+    "CodeResult",
     "Confirmation",
     "FunctionTool",
+    "ProcessSandbox",
     "ReadOnlyState",
     "Tool",
     "ToolActions",
@@ -48,6 +55,8 @@ __all__ = [
     "Toolset",
     "call_tool",
     "call_tool_sync",
+    "capabilities",
+    "code_toolset",
     "compile_catalog",
     "confirmation_for",
     "failed_function_response",
