@@ -20,6 +20,7 @@ PUBLIC = [
     "AgentRef",
     "AgentTool",
     "AskTimeout",
+    "AuthError",
     "BudgetExceeded",
     "ConcurrencyConflict",
     "ConfigError",

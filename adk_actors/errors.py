@@ -34,6 +34,7 @@ processes as data.
     ├── BudgetExceeded                     a configured budget ran out (max_llm_calls, bytes, steps)
     ├── PolicyDenied                       runtime policy or admission refused the work
     ├── PluginError                        a Runner plugin halted the run or failed closed (details: plugin, hook)
+    ├── AuthError                          a token refused or not obtained (invalid_token, token_request_failed)
     ├── McpError                           an MCP connection, request or server (mcp_timeout, mcp_connection_closed)
     ├── RunError                           stable runs
     │   └── RunNotFound                    reason not_found
@@ -58,6 +59,7 @@ __all__ = [
     "AdkError",
     "AgentError",
     "AskTimeout",
+    "AuthError",
     "BudgetExceeded",
     "ConcurrencyConflict",
     "ConfigError",
@@ -400,6 +402,14 @@ class PluginError(AdkError):
     (``plugin_timeout``, ``memory_limit``, ``plugin_raised``, ...); ``details`` name the plugin and the hook only."""
 
     default_reason = "plugin_failed"
+
+
+class AuthError(AdkError):
+    """Authentication failed or could not be done: a token refused (``invalid_token``, ``expired_token``,
+    ``insufficient_scope``, ...) or not obtained (``token_request_failed``, ``token_endpoint_refused``, ...);
+    ``details`` are structural, never a token or a secret."""
+
+    default_reason = "auth_error"
 
 
 class McpError(AdkError):
