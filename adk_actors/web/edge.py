@@ -47,6 +47,7 @@ from starlette.types import ASGIApp, Lifespan, Message, Receive, Scope, Send
 from adk_actors.errors import (
     AdkError,
     AskTimeout,
+    AuthError,
     ConcurrencyConflict,
     ConfigError,
     NameNotFound,
@@ -277,6 +278,7 @@ ERROR_STATUS: Mapping[type[AdkError], int] = MappingProxyType(
     {
         ValidationError: 400,
         SchemaError: 400,
+        AuthError: 401,
         NameNotFound: 404,
         RunNotFound: 404,
         SessionNotFound: 404,
