@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     "admission": 3,
     "policy": 3,
     "mcp": 3,
+    "openapi": 3,
     # 4: lifecycles
     "runs": 4,
     "workflows": 4,
