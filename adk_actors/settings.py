@@ -29,7 +29,7 @@ from adk_actors.secrets import Secret
 
 _AGENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 """An agent name (the rule of ``adk_actors.agents.spec.check_agent_name``)."""
-__all__ = ["ENV_PREFIX", "INTERNAL_ENV", "Settings", "check_otel_endpoint", "load_settings"]
+__all__ = ["ENV_PREFIX", "INTERNAL_ENV", "Settings", "check_otel_endpoint", "is_loopback_host", "load_settings"]
 
 ENV_PREFIX = "ADK_"
 # Variables adk_actors sets for its own processes, and secrets read where they are used (the developer token: never
@@ -197,8 +197,9 @@ MAX_RESOURCE_VALUE = 256
 MAX_BUS_SETTING_BYTES = 16 * 1024 * 1024
 
 
-def _is_loopback_host(host: str) -> bool:
-    if host == "localhost":
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` (a URL's host name) is ``localhost`` or a loopback address (``127.0.0.0/8``, ``::1``)."""
+    if host.lower() == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -235,7 +236,7 @@ def check_otel_endpoint(url: str) -> str:
         raise bad("no query or fragment allowed")
     if port == 0:
         raise bad("port 0")
-    if parts.scheme == "http" and not _is_loopback_host(parts.hostname):
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
         raise bad("plain http is allowed only to a loopback collector; use https for a remote one")
     return url
 

@@ -20,7 +20,6 @@ keys PyJWT cannot load are skipped; a response with no usable key counts as a fa
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import json
 import socket
 import ssl
@@ -36,6 +35,7 @@ import jwt
 
 from adk_actors.errors import AuthError, ConfigError
 from adk_actors.logs import get_logger
+from adk_actors.settings import is_loopback_host
 
 __all__ = [
     "DEFAULT_JWKS_MAX_BYTES",
@@ -60,16 +60,6 @@ MAX_JWKS_KEYS = 64
 """Keys kept from one response (the rest are ignored)."""
 
 _LOGGER = "adk_actors.auth.jwks"
-_LOOPBACK_NAMES = frozenset({"localhost"})
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_url(url: Any, *, field: str, allow_http_loopback: bool = False) -> str:
@@ -97,7 +87,7 @@ def check_url(url: Any, *, field: str, allow_http_loopback: bool = False) -> str
         )
     if parts.scheme == "https":
         return url
-    if parts.scheme == "http" and allow_http_loopback and _is_loopback(host):
+    if parts.scheme == "http" and allow_http_loopback and is_loopback_host(host):
         return url
     raise ConfigError(
         f"{field} must use https (http only for a loopback host with allow_http_loopback=True)",

@@ -19,7 +19,6 @@ the OAuth error code, never a token, a secret or the response body.
 
 from __future__ import annotations
 
-import ipaddress
 import random
 import threading
 import time
@@ -33,6 +32,7 @@ import requests
 from adk_actors.auth.credentials import CredentialRef
 from adk_actors.errors import AuthError, ConfigError
 from adk_actors.secrets import Secret
+from adk_actors.settings import is_loopback_host
 
 __all__ = ["AccessToken", "OAuthClient", "TokenError", "TokenManager"]
 
@@ -44,15 +44,6 @@ TokenError = AuthError
 """A token could not be obtained: ``token_request_failed`` (transient failures past the retries),
 ``token_endpoint_refused`` (an OAuth error answer; ``details["oauth_error"]``), ``invalid_token_response``,
 ``token_timeout``."""
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,7 +68,7 @@ class OAuthClient:
         if parts is None or not parts.hostname or parts.username or parts.fragment:
             raise ConfigError("token_url must be an https URL", reason="invalid_value", details={"key": "token_url"})
         if parts.scheme != "https" and not (
-            parts.scheme == "http" and self.allow_http_loopback and _loopback(parts.hostname)
+            parts.scheme == "http" and self.allow_http_loopback and is_loopback_host(parts.hostname)
         ):
             raise ConfigError(
                 "token_url must be https (http only to loopback with allow_http_loopback)",

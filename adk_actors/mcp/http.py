@@ -14,7 +14,6 @@ What we add around the SDK transport:
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -25,19 +24,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from adk_actors.errors import McpError
 from adk_actors.secrets import Secret
+from adk_actors.settings import is_loopback_host
 
 __all__ = ["check_url", "http_transport"]
-
-_LOOPBACK_NAMES = frozenset({"localhost"})
-
-
-def _loopback(host: str) -> bool:
-    if host.lower() in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_url(url: Any, *, allow_http_loopback: bool = False) -> str:
@@ -63,7 +52,7 @@ def check_url(url: Any, *, allow_http_loopback: bool = False) -> str:
         raise McpError(
             "the MCP URL must not carry a query or fragment", reason="invalid_url", details={"rule": "query"}
         )
-    if parts.scheme == "http" and not (allow_http_loopback and _loopback(parts.hostname)):
+    if parts.scheme == "http" and not (allow_http_loopback and is_loopback_host(parts.hostname)):
         raise McpError(
             "plain http is only allowed to a loopback host with allow_http_loopback=True",
             reason="insecure_url",
