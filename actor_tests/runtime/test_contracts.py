@@ -63,6 +63,8 @@ def _sample(tp: Any) -> Any:
 def _examples() -> dict[str, Any]:
     """Values whose fields the sampler cannot invent (validated in ``__post_init__``, or derived from each other)."""
     from adk_actors.agents.agent import Agent
+    from adk_actors.auth.credentials import CredentialRef
+    from adk_actors.auth.tokens import OAuthClient
     from adk_actors.content.parts import FileDataPart, InlineDataPart
     from adk_actors.observability.trace import TraceContext
     from adk_actors.plugins.descriptors import compile_plugins
@@ -87,6 +89,12 @@ def _examples() -> dict[str, Any]:
         "TraceContext": TraceContext("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"),
         "PluginDescriptor": pipeline.plugins[0],
         "PluginPipeline": pipeline,
+        "OAuthClient": OAuthClient(
+            token_url="https://idp.example/token",
+            client_id="crm",
+            client_secret=CredentialRef("crm", "", "crm-secret"),
+            scopes=("orders.read",),
+        ),
     }
 
 

@@ -9,7 +9,16 @@ import typing
 from typing import Any, ForwardRef
 
 from adk_actors.runtime import host, messages
-from adk_actors.runtime.host import InnerGroupSpec, InnerPort, InnerSpec, Spawn, SpawnGroup, SpawnMany, StopInner
+from adk_actors.runtime.host import (
+    FindInner,
+    InnerGroupSpec,
+    InnerPort,
+    InnerSpec,
+    Spawn,
+    SpawnGroup,
+    SpawnMany,
+    StopInner,
+)
 from adk_actors.runtime.messages import DumpProfile, GetStatus, Lookup, Ping, Request
 from adk_actors.runtime.refs import LocalRef, host_name
 from adk_actors.runtime.server import Port, Tier1Port
@@ -97,6 +106,7 @@ def test_typed_requests_get_the_declared_reply_type(system: ActorSystemHandle) -
         (GetStatus, system.ask(system.root, GetStatus())),
         (DumpProfile, system.ask(h0, DumpProfile())),
         (Lookup, system.ask(system.registry, Lookup(name=h0))),
+        (FindInner, system.ask(h0, FindInner(actor=PROBE))),
         (StopInner, system.ask(h0, StopInner(local_id=f"{tag}-g"))),
         (StopInner, system.ask(h0, StopInner(local_id=inner.local_id))),
         (StopInner, system.ask(h0, StopInner(local_id=many[0].local_id))),
