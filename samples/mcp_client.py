@@ -12,14 +12,12 @@ Run: ``.venv/bin/python samples/mcp_client.py``
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 
 import adk_actors as adk
 from adk_actors import mcp
+from adk_actors.devtools.mcp_peer import serving_http
 from adk_actors.emulator import Emulator
 from adk_actors.testing import reserved_port
 
@@ -29,21 +27,6 @@ SCRIPT = {"rules": [
     {"when": {"has_function_response": True},
      "respond": {"text": "The weather in {args.city} is {response.structuredContent.forecast}."}},
 ]}
-
-
-def http_peer(port: int) -> subprocess.Popen[bytes]:
-    """The same MCP server over Streamable HTTP on 127.0.0.1:port (a process of its own)."""
-    proc = subprocess.Popen([sys.executable, "-m", "adk_actors.devtools.mcp_peer", "http", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("the HTTP peer did not start")
 
 
 def main() -> None:
@@ -62,17 +45,12 @@ def main() -> None:
         adk.stop_agent(agent)
         client.close()
 
-        port = reserved_port()
-        peer = http_peer(port)
-        try:
-            remote = mcp.connect("http", f"http://127.0.0.1:{port}/mcp", allow_http_loopback=True)
+        with serving_http() as (url, _pid):  # the same server over Streamable HTTP, in a process of its own
+            remote = mcp.connect("http", url, allow_http_loopback=True)
             print(f"http: {remote.server_info['name']} speaks MCP {remote.protocol_version}")
             agent = adk.spawn_agent("RemoteForecaster", model, [mcp.mcp_toolset(remote)])
             print("agent over http:", adk.prompt(agent, "And in Lisbon, over HTTP?"))
             remote.close()
-        finally:
-            peer.terminate()
-            peer.wait(timeout=10)
 
 
 if __name__ == "__main__":

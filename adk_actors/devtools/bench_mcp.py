@@ -7,13 +7,9 @@ Run alone: ``python -m adk_actors.devtools.bench --only mcp``.
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["bench_mcp"]
@@ -33,34 +29,6 @@ _SCRIPT = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextlib.contextmanager
-def _http_peer() -> Iterator[tuple[str, int]]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "adk_actors.devtools.mcp_peer", "http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError):
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp", proc.pid
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 def bench_mcp(ctx: Any) -> dict[str, Any]:
     """``prompt`` tool turns: inline and worker function tools, an MCP tool over stdio and over HTTP."""
     from adk_actors import mcp
@@ -69,6 +37,7 @@ def bench_mcp(ctx: Any) -> dict[str, Any]:
     from adk_actors.devtools.bench_agents import _checked, _config, _turns
     from adk_actors.devtools.bench_runner import _node, get_weather
     from adk_actors.devtools.emulator_proc import emulator_process
+    from adk_actors.devtools.mcp_peer import serving_http
     from adk_actors.tools import FunctionTool
 
     n = ctx.sizes.agent_turns
@@ -76,7 +45,7 @@ def bench_mcp(ctx: Any) -> dict[str, Any]:
     data: dict[str, Any] = {}
     rows: list[list[Any]] = []
     answer = "The weather in Tokyo is sunny."
-    with emulator_process(script=_SCRIPT) as emu, _node() as handle, _http_peer() as (url, http_pid):
+    with emulator_process(script=_SCRIPT) as emu, _node() as handle, serving_http() as (url, http_pid):
         tag = uuid.uuid4().hex[:6]
         stdio = mcp.connect("stdio", sys.executable, args=["-m", "adk_actors.devtools.mcp_peer"], system=handle)
         http = mcp.connect("http", url, allow_http_loopback=True, system=handle)

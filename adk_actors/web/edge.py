@@ -73,6 +73,7 @@ __all__ = [
     "EdgeLimits",
     "StreamSlots",
     "adk_error_handler",
+    "check_limits",
     "edge_app",
     "error_for",
     "error_response",
@@ -133,18 +134,28 @@ class EdgeLimits:
     """Idle time after which an SSE stream sends a ``: keepalive`` comment."""
 
     def __post_init__(self) -> None:
-        for spec in fields(self):
-            value = getattr(self, spec.name)
-            low, high = LIMIT_BOUNDS[spec.name]
-            integral = spec.name != "keepalive_s"
-            ok = isinstance(value, int) if integral else isinstance(value, int | float) and math.isfinite(value)
-            if isinstance(value, bool) or not ok or not low <= value <= high:
-                kind = "an integer" if integral else "a number of seconds"
-                raise ConfigError(
-                    f"{spec.name} must be {kind} in [{low}, {high}]",
-                    reason="invalid_value",
-                    details={"key": spec.name, "minimum": low, "maximum": high},
-                )
+        check_limits(self, LIMIT_BOUNDS)
+
+
+def check_limits(limits: Any, bounds: Mapping[str, tuple[float, float]]) -> None:
+    """Check every field of a limits dataclass against its ``[low, high]`` bound: an integer, or for a field whose
+    name ends in ``_s``, a finite number of seconds.
+
+    Raises:
+        ConfigError: ``invalid_value`` (details: ``key``, ``minimum``, ``maximum``).
+    """
+    for spec in fields(limits):
+        value = getattr(limits, spec.name)
+        low, high = bounds[spec.name]
+        integral = not spec.name.endswith("_s")
+        ok = isinstance(value, int) if integral else isinstance(value, int | float) and math.isfinite(value)
+        if isinstance(value, bool) or not ok or not low <= value <= high:
+            kind = "an integer" if integral else "a number of seconds"
+            raise ConfigError(
+                f"{spec.name} must be {kind} in [{low}, {high}]",
+                reason="invalid_value",
+                details={"key": spec.name, "minimum": low, "maximum": high},
+            )
 
 
 MIN_TOKEN_BYTES = 16

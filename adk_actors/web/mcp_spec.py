@@ -7,7 +7,6 @@ index, a key), never the value that failed.
 
 from __future__ import annotations
 
-import math
 import pickle
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -15,6 +14,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from adk_actors.errors import ConfigError
+from adk_actors.web.edge import check_limits
 
 __all__ = [
     "AGENT_SCHEMA",
@@ -88,18 +88,7 @@ class McpLimits:
     """Longest resource read or prompt get (the callback runs on the edge's thread pool)."""
 
     def __post_init__(self) -> None:
-        for spec in fields(self):
-            value = getattr(self, spec.name)
-            low, high = MCP_LIMIT_BOUNDS[spec.name]
-            integral = not spec.name.endswith("_s")
-            ok = isinstance(value, int) if integral else isinstance(value, int | float) and math.isfinite(value)
-            if isinstance(value, bool) or not ok or not low <= value <= high:
-                kind = "an integer" if integral else "a number of seconds"
-                raise ConfigError(
-                    f"{spec.name} must be {kind} in [{low}, {high}]",
-                    reason="invalid_value",
-                    details={"key": spec.name, "minimum": low, "maximum": high},
-                )
+        check_limits(self, MCP_LIMIT_BOUNDS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
