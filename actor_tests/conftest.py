@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from adk_actors.auth.credentials import KEYS_ENV, CredentialKeys
 from adk_actors.node import start
 from adk_actors.runtime.system import ActorSystemHandle, group_pids
 from adk_actors.settings import Settings
@@ -39,6 +40,9 @@ for _name in [
     n for n in os.environ if n.startswith("ADK_") and n not in ("ADK_STRICT_PICKLE_TESTS", "ADK_SCREENSHOTS")
 ]:
     os.environ.pop(_name, None)
+# One credential key for the session, set before any system starts so every node process (token service, tool
+# workers) reads the same key: credential stores pickle as their URL and each process reads the keys itself.
+os.environ[KEYS_ENV] = CredentialKeys.generate()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -62,6 +62,7 @@ PUBLIC = [
     "open_actor_system",
     "parallel",
     "prompt",
+    "request_credential",
     "runs",
     "sequential",
     "session_service",

@@ -62,7 +62,7 @@ from adk_actors.node import open_actor_system, session_service, start
 from adk_actors.runner import Runner
 from adk_actors.runtime.system import ActorSystemHandle, attach, current_system, stop
 from adk_actors.settings import Settings, load_settings
-from adk_actors.tools import FunctionTool, long_running
+from adk_actors.tools import FunctionTool, long_running, request_credential
 
 __all__ = [
     "ActorCrashed",
@@ -115,6 +115,7 @@ __all__ = [
     "open_actor_system",
     "parallel",
     "prompt",
+    "request_credential",
     "runs",
     "sequential",
     "session_service",

@@ -32,10 +32,19 @@ _AGENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 __all__ = ["ENV_PREFIX", "INTERNAL_ENV", "Settings", "check_otel_endpoint", "is_loopback_host", "load_settings"]
 
 ENV_PREFIX = "ADK_"
-# Variables adk_actors sets for its own processes, and secrets read where they are used (the developer token: never
-# a setting, so it never reaches settings dumps); not settings, so the strict check skips them.
+# Variables adk_actors sets for its own processes, and secrets read where they are used (the developer token and the
+# credential-store keys: never settings, so they never reach settings dumps); not settings, so the strict check
+# skips them.
 INTERNAL_ENV = frozenset(
-    {"ADK_CONFIG", "ADK_SYSTEM_PORT", "ADK_STRICT_PICKLE_TESTS", "ADK_SCREENSHOTS", "ADK_DEV_TOKEN"}
+    {
+        "ADK_CONFIG",
+        "ADK_SYSTEM_PORT",
+        "ADK_STRICT_PICKLE_TESTS",
+        "ADK_SCREENSHOTS",
+        "ADK_DEV_TOKEN",
+        "ADK_CREDENTIAL_KEYS",
+        "ADK_CREDENTIAL_KEY_FILE",
+    }
 )
 
 Infinity = Literal["infinity"]

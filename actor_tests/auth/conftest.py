@@ -1,6 +1,8 @@
 """A small test issuer: real RSA and EC keys (``cryptography``), real RS256/ES256 tokens (PyJWT), and its JWKS
 served over HTTP on 127.0.0.1 from a thread (``http.server``), with modes for a failing, slow, trickling or
-oversized endpoint and a count of the requests it answered. The server and every handler thread end with the
+oversized endpoint and a count of the requests it answered (the full OAuth/OIDC server for the code flow is
+:mod:`adk_actors.devtools.oauth_issuer`). The agent and Runner fixtures (``emu``, ``spawn``, ``svc``,
+``agent_factory``) are the ones of the Runner tests. The server and every handler thread end with the
 test (handlers that hold a request open are released first)."""
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from actor_tests.runner.conftest import agent_factory, emu, spawn, svc  # noqa: F401 - the Runner tests' fixtures
 from adk_actors.auth import JwksCache, JwtPolicy
 
 AUDIENCE = "https://agents.test"

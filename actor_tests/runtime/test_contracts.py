@@ -64,6 +64,7 @@ def _examples() -> dict[str, Any]:
     """Values whose fields the sampler cannot invent (validated in ``__post_init__``, or derived from each other)."""
     from adk_actors.agents.agent import Agent
     from adk_actors.auth.credentials import CredentialRef
+    from adk_actors.auth.flow import AuthCodeProvider
     from adk_actors.auth.tokens import OAuthClient
     from adk_actors.content.parts import FileDataPart, InlineDataPart
     from adk_actors.observability.trace import TraceContext
@@ -94,6 +95,14 @@ def _examples() -> dict[str, Any]:
             client_id="crm",
             client_secret=CredentialRef("crm", "", "crm-secret"),
             scopes=("orders.read",),
+        ),
+        "AuthCodeProvider": AuthCodeProvider(
+            name="calendar",
+            authorization_url="https://idp.example/authorize",
+            token_url="https://idp.example/token",
+            client_id="crm",
+            redirect_uri="https://crm.example/callback",
+            allowed_scopes=("openid", "calendar.read"),
         ),
     }
 

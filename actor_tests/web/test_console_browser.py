@@ -86,6 +86,62 @@ def export_agent(system: ActorSystemHandle) -> Iterator[str]:
         stop_agent(name, system=system)
 
 
+FLOW_REF = "flow_" + "c0ffee" * 5 + "00"
+FLOW_STATE = "state-" + uuid.uuid4().hex
+"""The one-time state of the console test's sign-in: only the test (the 'application') knows it."""
+
+
+def calendar_tool(calls: Path) -> FunctionTool:
+    """``read_calendar(day)``: the first call asks for a sign-in (a credential request made by hand: the page
+    only shows the pause; the flow itself is tested in actor_tests/auth), later calls answer."""
+    ref, state = FLOW_REF, FLOW_STATE
+
+    def read_calendar(day: str) -> dict:
+        """Read the user's calendar for a day."""
+        from adk_actors.auth.flow import CredentialRequest
+        from adk_actors.secrets import Secret
+        from adk_actors.tools import request_credential
+
+        if not calls.exists():
+            calls.write_text("asked")
+            uri = Secret("https://idp.example/authorize?state=" + state)
+            request = CredentialRequest(
+                flow_ref=ref,
+                provider="calendar",
+                scopes=("calendar.read",),
+                expires_at=4102444800.0,
+                authorization_uri=uri,
+                correlation_id=Secret(state),
+            )
+            return request_credential(request)
+        return {"day": day, "events": 3}
+
+    return FunctionTool(read_calendar)
+
+
+@pytest.fixture(scope="module")
+def calendar_agent(system: ActorSystemHandle, tmp_module_dir: Path) -> Iterator[str]:
+    """An agent whose ``read_calendar`` tool first pauses for a credential, on an emulator of its own."""
+    with Emulator() as emu:
+        emu.set_script(
+            {
+                "rules": [
+                    {
+                        "when": {"user_text_contains": "calendar", "has_function_response": False},
+                        "respond": {"function_calls": [{"name": "read_calendar", "args": {"day": "monday"}}]},
+                    },
+                    {"when": {"has_function_response": True}, "respond": {"text": "Calendar: {response_text}."}},
+                    {"when": {}, "respond": {"text": "You said: {user_text}"}},
+                ]
+            }
+        )
+        name = f"Calendar_{uuid.uuid4().hex[:8]}"
+        config = {"provider": "gemini", "base_url": emu.base_url, "api_key": "test-key"}
+        spawn_agent(name, config, [calendar_tool(tmp_module_dir / "calendar-calls")], system=system)
+        yield name
+        stop_agent(name, system=system)
+
+
 @pytest.fixture
 def server(system: ActorSystemHandle, dev_emu: Emulator, dev_agent: str) -> Iterator[DevServer]:
     """``dev_app`` over the shared node (the dev agent of dev_support), with the tiny stream bound."""
@@ -322,6 +378,31 @@ def test_a_long_running_pause_takes_a_json_answer_and_bad_json_is_refused_in_the
     console.wait_text("#chat-log .msg-agent", "Export done:", "the answer after the long-running result")
     console.wait_state("completed")
     assert "rows: 12" in console.texts("#chat-log .msg-agent .msg-text")[-1]
+
+
+def test_a_credential_pause_shows_the_provider_and_flow_never_the_state_and_resumes_with_the_flows_answer(
+    console: Console, calendar_agent: str
+) -> None:
+    console.open(calendar_agent)
+    console.say("what is on my calendar monday?")
+    console.wait_text("#pause-title", "needs a sign-in with calendar", "the credential pause")
+    detail = console.find("#pause-detail").text
+    assert FLOW_REF in detail and "calendar.read" in detail
+    answer = console.wait(lambda: console.find("#long-running-input"), "the answer box")
+    assert FLOW_REF in answer.get_attribute("value")
+    assert FLOW_STATE not in console.driver.page_source
+    console.screenshot("console-credential.png")
+
+    console.type("#long-running-input", f'{{"flow_ref": "{FLOW_REF}", "correlation_id": "not-the-state"}}')
+    console.click("#long-running-btn")
+    console.wait_text("#pause-error", "invalid_resume_response", "the refused answer")
+    assert console.run_state() == "paused"
+
+    console.type("#long-running-input", f'{{"flow_ref": "{FLOW_REF}", "correlation_id": "{FLOW_STATE}"}}')
+    console.click("#long-running-btn")
+    console.wait_text("#chat-log .msg-agent", "Calendar:", "the answer after the sign-in")
+    console.wait_state("completed")
+    assert "events: 3" in console.texts("#chat-log .msg-agent .msg-text")[-1]
 
 
 def test_a_slow_run_is_cancelled_from_the_console(console: Console) -> None:

@@ -110,7 +110,8 @@ class ResumeSpec:
     """Resume a paused invocation: ``key`` is its continuation id or invocation id (``""``: the only one)."""
 
     key: str
-    response: Any
+    response: Any = field(repr=False)
+    """The validated answer (a credential answer carries the flow's state: never shown, never stored)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

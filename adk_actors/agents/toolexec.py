@@ -25,7 +25,7 @@ from adk_actors.tools import (
     tool_result_response,
 )
 from adk_actors.tools.context import running
-from adk_actors.tools.suspension import suspension_of
+from adk_actors.tools.suspension import requires_runner, suspension_of
 
 __all__ = ["ACTIONS_KEY", "CONFIRMATION_REASON", "LONG_RUNNING_REASON", "STATE_DELTA_KEY", "check_gate", "execute_tool"]
 
@@ -111,11 +111,7 @@ def execute_tool(
         if suspension is not None:
             if runner:
                 return {"type": "suspension", **suspension}
-            return failed_function_response(
-                name,
-                call_id,
-                ToolError("the tool suspends as long-running work, which needs a runner", reason=LONG_RUNNING_REASON),
-            ).to_dict()
+            return failed_function_response(name, call_id, requires_runner(suspension, name)).to_dict()
         if callbacks:
             decision = run_hook(
                 callbacks, "after_tool", [name, copy_json(args)[0], dict(view), copy_json(part.response)[0]]

@@ -208,28 +208,14 @@ class TokenManager:
             if remaining <= 0:
                 raise TokenError("the token request passed its deadline", reason="token_timeout")
             self.requests_made += 1
-            try:
-                response = self._session.post(
-                    client.token_url,
-                    data=form,
-                    headers={"Accept": "application/json"},
-                    timeout=min(client.timeout_s, remaining),
-                    allow_redirects=False,
-                    stream=True,
-                )
-                body = response.raw.read(MAX_RESPONSE_BYTES + 1, decode_content=True)
-                response.close()
-            except requests.RequestException:
-                status, body = 0, b""
-            else:
-                status = response.status_code
+            status, body = post_form(self._session, client.token_url, form, min(client.timeout_s, remaining))
             if status == 200:
                 return self._accept(client, body)
             if 400 <= status < 500 and status != 429:
                 raise TokenError(
                     "the token endpoint refused the request",
                     reason="token_endpoint_refused",
-                    details={"status": status, "oauth_error": _oauth_error(body)},
+                    details={"status": status, "oauth_error": oauth_error(body)},
                 )
             if attempt < client.max_attempts:
                 pause = min(2.0, 0.1 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
@@ -265,7 +251,21 @@ class TokenManager:
         return AccessToken(Secret(token), self.clock() + float(lifetime), scopes)
 
 
-def _oauth_error(body: bytes) -> str:
+def post_form(session: requests.Session, url: str, form: dict[str, str], timeout: float) -> tuple[int, bytes]:
+    """POST ``form`` to a token endpoint: no redirects, at most ``MAX_RESPONSE_BYTES + 1`` bytes read; status 0
+    when the request failed (connection, timeout)."""
+    try:
+        response = session.post(
+            url, data=form, headers={"Accept": "application/json"}, timeout=timeout, allow_redirects=False, stream=True
+        )
+        body = response.raw.read(MAX_RESPONSE_BYTES + 1, decode_content=True)
+        response.close()
+    except requests.RequestException:
+        return 0, b""
+    return response.status_code, body
+
+
+def oauth_error(body: bytes) -> str:
     """The OAuth error code of an error answer when it is a plain code (never free text from the server)."""
     import json
 

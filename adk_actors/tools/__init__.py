@@ -35,7 +35,7 @@ from adk_actors.tools.responses import (
     tool_result_response,
 )
 from adk_actors.tools.sandbox import CodeExecutor, CodeRequest, CodeResult, ProcessSandbox
-from adk_actors.tools.suspension import long_running
+from adk_actors.tools.suspension import long_running, request_credential
 
 __all__ = [
     "MAX_HINT_CHARS",
@@ -66,6 +66,7 @@ __all__ = [
     "is_parallel_safe",
     "long_running",
     "parse_docstring",
+    "request_credential",
     "result_payload",
     "schema_for_annotation",
     "tool_declaration",

@@ -12,7 +12,7 @@ from typing import Any
 
 from adk_actors.errors import ToolError
 from adk_actors.tools import ToolContext, confirmation_for, invoke_tool_sync
-from adk_actors.tools.suspension import suspension_of
+from adk_actors.tools.suspension import requires_runner, suspension_of
 
 __all__ = ["CONFIRMATION_REASON", "LONG_RUNNING_REASON", "invoke_without_runner"]
 
@@ -25,7 +25,8 @@ def invoke_without_runner(tool: Any, args: dict[str, Any], context: ToolContext)
 
     Raises:
         ToolError: ``tool_confirmation_requires_runner`` (the gate asked for approval: nothing ran),
-            ``long_running_requires_runner`` (the tool suspended), or the gate's own ``invalid_confirmation`` /
+            ``long_running_requires_runner`` / ``credential_requires_runner`` (the tool suspended), or the
+            gate's own ``invalid_confirmation`` /
             ``confirmation_failed`` (a broken gate never lets a call through).
         Exception: whatever the tool raises.
     """
@@ -35,10 +36,7 @@ def invoke_without_runner(tool: Any, args: dict[str, Any], context: ToolContext)
             "the tool needs confirmation, which needs a runner", reason=CONFIRMATION_REASON, details={"tool": name}
         )
     result = invoke_tool_sync(tool, args, context)
-    if suspension_of(result) is not None:
-        raise ToolError(
-            "the tool suspends as long-running work, which needs a runner",
-            reason=LONG_RUNNING_REASON,
-            details={"tool": name},
-        )
+    suspension = suspension_of(result)
+    if suspension is not None:
+        raise requires_runner(suspension, name)
     return result

@@ -829,6 +829,17 @@ class Turn:
             )
             self.responses[gated] = part
             session.persisted.add(gated)
+        elif pause.reason == "credential":
+            # The flow completed (or was given up): the call runs again and finds the stored credential.
+            claim = Event.new(invocation_id=self.invocation_id, author="user", actions=EventActions(state_delta=delta))
+            if response.get("cancelled"):
+                self.responses[gated] = failed_function_response(
+                    call["name"],
+                    call.get("id"),
+                    ToolError("the user gave up the sign-in", reason="credential_request_cancelled"),
+                ).to_dict()
+            else:
+                session.approved.add(gated)
         else:
             claim = Event.new(invocation_id=self.invocation_id, author="user", actions=EventActions(state_delta=delta))
             if response["confirmed"]:
@@ -1955,6 +1966,18 @@ class Turn:
 
     def _suspend(self, index: int, value: dict[str, Any]) -> None:
         call = self.calls[index]
+        if value.get("kind") == "credential":
+            fields = ("flow_ref", "provider", "scopes", "expires_at", "pkce_method", "state_digest")
+            self._pause(
+                "credential",
+                {
+                    "type": "credential_request",
+                    "function_name": call["name"],
+                    "call_id": call.get("id") or "",
+                    **{k: value[k] for k in fields},
+                },
+            )
+            return
         self._pause(
             "long_running",
             {

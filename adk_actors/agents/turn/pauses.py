@@ -10,6 +10,7 @@ Also here: the other events a turn writes besides model and tool content (audit 
 from __future__ import annotations
 
 import hashlib
+import secrets
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from adk_actors.content.canonical import canonical_dumps
 from adk_actors.content.json_values import copy_json
 from adk_actors.errors import AdkError, RunError, ValidationError
 from adk_actors.events import ErrorInfo, Event, EventActions, Pause
-from adk_actors.tools.suspension import TERMINAL_STATUSES
+from adk_actors.tools.suspension import TERMINAL_STATUSES, state_digest
 
 __all__ = [
     "CONSUMED",
@@ -121,7 +122,9 @@ def check_resume_response(pause: Pause, response: Any) -> Any:
     """Validate a resume response for ``pause`` before anything is claimed (an invalid one consumes nothing).
 
     A confirmation takes exactly ``{"confirmed": true|false}``; a long-running operation a mapping whose
-    ``operation_id`` matches and whose ``status`` is terminal (``completed``, ``failed``, ``cancelled``).
+    ``operation_id`` matches and whose ``status`` is terminal (``completed``, ``failed``, ``cancelled``); a
+    credential request exactly ``{"flow_ref", "correlation_id"}`` (the flow reference of the pause and the
+    flow's state, checked against the pause's digest; the state is not kept) or ``{"cancelled": true}``.
 
     Raises:
         ValidationError: ``invalid_resume_response`` (``details["rule"]``).
@@ -153,6 +156,21 @@ def check_resume_response(pause: Pause, response: Any) -> Any:
             return copy_json(dict(response))[0]
         except AdkError:
             raise bad("not_json") from None
+    if pause.reason == "credential":
+        if not isinstance(response, Mapping):
+            raise bad("not_a_mapping")
+        if set(response) == {"cancelled"} and response["cancelled"] is True:
+            return {"cancelled": True}
+        if set(response) != {"flow_ref", "correlation_id"}:
+            raise bad("credential_shape")
+        ref, state = response["flow_ref"], response["correlation_id"]
+        if not isinstance(ref, str) or not secrets.compare_digest(ref, str(pause.details.get("flow_ref"))):
+            raise bad("flow_ref")
+        if not isinstance(state, str) or len(state) > 256:
+            raise bad("correlation_id")
+        if not secrets.compare_digest(state_digest(state), str(pause.details.get("state_digest", ""))):
+            raise bad("correlation_id")
+        return {"flow_ref": ref, "correlation_id": state}
     raise bad("unknown_pause")
 
 

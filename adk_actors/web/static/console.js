@@ -568,6 +568,18 @@
       $("confirm-actions").hidden = false;
       $("long-running-actions").hidden = true;
       $("approve-btn").focus();
+    } else if (pause.reason === "credential") {
+      // A credential request: the sign-in happens in the application (its authorization URI holds the one-time
+      // state, which never reaches this console); the application resumes with the flow's answer.
+      $("pause-title").textContent = `${fn} needs a sign-in with ${details.provider || "a provider"}`;
+      const scopes = (details.scopes || []).join(" ");
+      $("pause-detail").textContent =
+        `Flow ${details.flow_ref || "?"} asks for scopes "${scopes}". Complete the sign-in in the ` +
+        "application, then resume with its answer, or resume with {\"cancelled\": true} to give up.";
+      $("confirm-actions").hidden = true;
+      $("long-running-actions").hidden = false;
+      const template = { flow_ref: details.flow_ref || "", correlation_id: "" };
+      $("long-running-input").value = json(template, 2);
     } else {
       $("pause-title").textContent =
         pause.reason === "long_running" ? `${fn} is running outside the agent` : `The run paused (${pause.reason})`;
