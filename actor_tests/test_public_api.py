@@ -28,6 +28,7 @@ PUBLIC = [
     "Event",
     "EventError",
     "FunctionTool",
+    "A2aError",
     "McpError",
     "NameNotFound",
     "PluginError",

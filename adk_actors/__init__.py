@@ -25,6 +25,7 @@ from adk_actors.agents import (
     stop_agent,
 )
 from adk_actors.errors import (
+    A2aError,
     ActorCrashed,
     AdkError,
     AgentError,
@@ -65,6 +66,7 @@ from adk_actors.settings import Settings, load_settings
 from adk_actors.tools import FunctionTool, long_running, request_credential
 
 __all__ = [
+    "A2aError",
     "ActorCrashed",
     "ActorSystemHandle",
     "AdkError",

@@ -36,6 +36,7 @@ processes as data.
     ├── PluginError                        a Runner plugin halted the run or failed closed (details: plugin, hook)
     ├── AuthError                          a token refused or not obtained (invalid_token, token_request_failed)
     ├── McpError                           an MCP connection, request or server (mcp_timeout, mcp_connection_closed)
+    ├── A2aError                           an A2A request, task or peer (details.code: the JSON-RPC error code)
     ├── RunError                           stable runs
     │   └── RunNotFound                    reason not_found
     ├── RetryExhausted                     retry.execute ran out of attempts or time (last error in details)
@@ -55,6 +56,7 @@ __all__ = [
     "MAX_DETAIL_KEY",
     "MAX_DETAIL_STR",
     "MAX_REASON_CHARS",
+    "A2aError",
     "ActorCrashed",
     "AdkError",
     "AgentError",
@@ -417,6 +419,13 @@ class McpError(AdkError):
     ``mcp_message_too_large``, ``mcp_protocol_error``, ...); ``details`` are structural only."""
 
     default_reason = "mcp_error"
+
+
+class A2aError(AdkError):
+    """An A2A 1.0 request was refused or a peer failed (``task_not_found``, ``version_not_supported``,
+    ``a2a_peer_error`` ...); ``details["code"]`` is the JSON-RPC error code of the protocol when there is one."""
+
+    default_reason = "a2a_error"
 
 
 class RunError(AdkError):

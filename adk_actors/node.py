@@ -94,6 +94,9 @@ def _check_dev_server(settings: Settings) -> None:
             reason="missing_dependency",
             details={"key": "dev_server"},
         ) from None
+    from adk_actors.web.process import check_dev_endpoints
+
+    check_dev_endpoints(settings)
     check_bind(settings.dev_bind_ip, settings.dev_allow_remote_bind)
     DevToken.from_env()
 

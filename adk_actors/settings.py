@@ -139,6 +139,13 @@ class Settings:
     dev_mcp: str = ""
     """Developer tooling: comma-separated registered agent names the dev server also exposes as MCP tools at
     ``/mcp`` (``adk serve --mcp``; same token, needs the ``mcp`` extra); empty: no MCP endpoint."""
+    dev_a2a: str = ""
+    """Developer tooling: one registered agent name the dev server also serves over A2A 1.0 (its Agent Card at
+    ``/.well-known/agent-card.json``, JSON-RPC at ``/a2a/v1``; ``adk serve --a2a``); loopback only, no auth.
+    Empty: no A2A endpoint."""
+    dev_legacy_a2a: bool = False
+    """Developer tooling: also serve the legacy ``POST /a2a/prompt`` endpoint (``adk serve --legacy-a2a``); the
+    server must bind loopback."""
     observability_bus: Mapping[str, Any] = field(default_factory=dict)
     """Observability: the node's envelope bus, as the keyword arguments of
     :func:`adk_actors.observability.bus.configure_bus` (``exporters`` as importable names); empty means no bus.
@@ -340,6 +347,10 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         if not all(_AGENT_NAME.fullmatch(n) for n in names):
             raise bad("expected comma-separated agent names")
         return ",".join(names)
+    if key == "dev_a2a":
+        if not isinstance(value, str) or (value and not _AGENT_NAME.fullmatch(value)):
+            raise bad("expected one agent name")
+        return value
     if key == "extra":
         if not isinstance(value, Mapping) or value:
             raise bad("no extra settings are defined yet")

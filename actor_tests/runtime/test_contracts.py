@@ -64,10 +64,12 @@ def _examples() -> dict[str, Any]:
     """Values whose fields the sampler cannot invent (validated in ``__post_init__``, or derived from each other)."""
     from adk_actors.agents.agent import Agent
     from adk_actors.auth.credentials import CredentialRef
-    from adk_actors.auth.flow import AuthCodeProvider
+    from adk_actors.auth.flow import AuthCodeProvider, AuthorizationFlows
     from adk_actors.auth.tokens import OAuthClient
     from adk_actors.content.parts import FileDataPart, InlineDataPart
+    from adk_actors.devtools.oauth_issuer import IssuerClient
     from adk_actors.observability.trace import TraceContext
+    from adk_actors.openapi.broker import ClientCredentials, UserAuthorization
     from adk_actors.plugins.descriptors import compile_plugins
     from adk_actors.schema import compile_schema
 
@@ -82,7 +84,16 @@ def _examples() -> dict[str, Any]:
         ]
     )
 
+    oauth = OAuthClient(
+        token_url="https://idp.example/token",
+        client_id="crm",
+        client_secret=CredentialRef("crm", "", "crm-secret"),
+        scopes=("orders.read",),
+    )
     return {
+        "IssuerClient": IssuerClient(client_id="crm", client_secret="s" * 24, redirect_uris=("https://a.example/cb",)),
+        "ClientCredentials": ClientCredentials(oauth),
+        "UserAuthorization": UserAuthorization(AuthorizationFlows("flows"), "calendar"),
         "Agent": Agent(name="Sampled", instruction="Answer briefly."),
         "FileDataPart": FileDataPart(mime_type="image/png", uri="gs://bucket/picture.png"),
         "InlineDataPart": InlineDataPart(mime_type="image/png", data="aGVsbG8="),
@@ -90,12 +101,7 @@ def _examples() -> dict[str, Any]:
         "TraceContext": TraceContext("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"),
         "PluginDescriptor": pipeline.plugins[0],
         "PluginPipeline": pipeline,
-        "OAuthClient": OAuthClient(
-            token_url="https://idp.example/token",
-            client_id="crm",
-            client_secret=CredentialRef("crm", "", "crm-secret"),
-            scopes=("orders.read",),
-        ),
+        "OAuthClient": oauth,
         "AuthCodeProvider": AuthCodeProvider(
             name="calendar",
             authorization_url="https://idp.example/authorize",

@@ -183,11 +183,16 @@ class DevServer:
 
 @contextlib.contextmanager
 def serve_dev(
-    system: ActorSystemHandle, emu: Emulator, agent: str, *, limits: EdgeLimits | None = None
+    system: ActorSystemHandle, emu: Emulator, agent: str, *, limits: EdgeLimits | None = None, a2a: Any = None
 ) -> Iterator[DevServer]:
-    """``dev_app`` for ``system`` served on 127.0.0.1 with a token-holding client; stopped on exit."""
+    """``dev_app`` for ``system`` served on 127.0.0.1 with a token-holding client; stopped on exit. With ``a2a`` (an
+    ``A2aApp``) the server also serves it, composed as ``adk serve --a2a`` does."""
     ops = DevOps(system)
-    app = dev_app(system, token=DevToken(TOKEN), limits=limits)
+    app: Any = dev_app(system, token=DevToken(TOKEN), limits=limits, a2a=a2a)
+    if a2a is not None:
+        from adk_actors.web.process import _Composite
+
+        app = _Composite(app, a2a=a2a)
     server = start_in_thread(app, "127.0.0.1", 0, limits=limits)
     responses: list[httpx.Response] = []
 

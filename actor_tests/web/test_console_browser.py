@@ -405,6 +405,38 @@ def test_a_credential_pause_shows_the_provider_and_flow_never_the_state_and_resu
     assert "events: 3" in console.texts("#chat-log .msg-agent .msg-text")[-1]
 
 
+@pytest.fixture
+def a2a_server(system: ActorSystemHandle, dev_emu: Emulator, dev_agent: str) -> Iterator[DevServer]:
+    """The dev app composed with an A2A server for the dev agent (as ``adk serve --a2a`` runs them)."""
+    from adk_actors.node import session_service
+    from adk_actors.web.a2a_server import A2A_PATH, a2a_app, agent_card
+
+    script_emulator(dev_emu)
+    app = a2a_app(system, runner=Runner(dev_agent, "a2a", session_service(system=system), system=system), card=None)
+    with serve_dev(system, dev_emu, dev_agent, limits=LIMITS, a2a=app) as served:
+        app.set_card(agent_card(name=dev_agent, description="the dev agent", url=served.url + A2A_PATH))
+        yield served
+
+
+def test_the_a2a_panel_shows_the_card_and_the_tasks_of_the_served_agent(
+    browser: WebDriver, a2a_server: DevServer
+) -> None:
+    from adk_actors import a2a
+
+    task = a2a.send(a2a_server.url, "hello over A2A", allow_http_loopback=True)["task"]
+    browser.get(f"{a2a_server.url}/dev")
+    page = Console(browser, a2a_server)
+    page.wait(lambda: page.find("#token-input").is_displayed(), "the connect screen")
+    page.open()
+    page.click("#tab-a2a")
+    row = page.wait_text("#a2a-rows tr", task["id"][:8], "the task's row")
+    assert row.get_attribute("data-task-id") == task["id"] and "completed" in row.text
+    assert "A2A 1.0 at " + a2a_server.url + "/a2a/v1" in page.find("#a2a-card").text
+    assert "1 tasks (0 active)" in page.find("#a2a-counts").text
+    page.screenshot("console-a2a.png")
+    browser.get("about:blank")
+
+
 def test_a_slow_run_is_cancelled_from_the_console(console: Console) -> None:
     console.open()
     console.say("a slow question")

@@ -2,7 +2,8 @@
 
 ::
 
-    adk serve --config FILE [--emulator] [--dev-port N] [--bind IP [--allow-remote-bind]] [--mcp]
+    adk serve --config FILE [--emulator] [--dev-port N] [--bind IP [--allow-remote-bind]] [--mcp] [--a2a]
+              [--legacy-a2a]
     adk inspect [--port N] agents | agent NAME | run RUN_ID | diagnostics | metrics
     adk session [--port N] list [--app A] [--user U] [--limit N] | show APP USER SESSION [--events N]
                            | delete APP USER SESSION
@@ -55,6 +56,12 @@ def add_parser(sub: Any) -> None:
     serve_parser.add_argument("--allow-remote-bind", action="store_true", help="allow a non-loopback --bind")
     serve_parser.add_argument(
         "--mcp", action="store_true", help="also expose the agent as an MCP tool at /mcp (Streamable HTTP)"
+    )
+    serve_parser.add_argument(
+        "--a2a", action="store_true", help="also serve the agent over A2A 1.0 at /a2a/v1 (loopback only)"
+    )
+    serve_parser.add_argument(
+        "--legacy-a2a", action="store_true", help="also serve the legacy POST /a2a/prompt endpoint (loopback only)"
     )
     serve_parser.set_defaults(handler=serve)
 
@@ -171,16 +178,27 @@ def serve(args: argparse.Namespace) -> int:
         if args.bind is not None:
             changes["dev_bind_ip"] = args.bind
         options = options_from_args(args, streaming=True)
-        if args.mcp:
+        if args.mcp or args.a2a:
             from adk_actors.cli.agent_file import load_agent_file
 
-            changes["dev_mcp"] = load_agent_file(options.config_path).name
+            agent_name = load_agent_file(options.config_path).name
+            if args.mcp:
+                changes["dev_mcp"] = agent_name
+            if args.a2a:
+                changes["dev_a2a"] = agent_name
+        if args.legacy_a2a:
+            changes["dev_legacy_a2a"] = True
         settings = load_settings().replace(**changes)
         with open_agent(options, settings) as live:
             url = _wait_listening(live.handle)
             info = {"url": f"{url}/dev", "api": f"{url}/dev/v1", "agent": live.agent.name, "port": live.handle.port}
             if args.mcp:
                 info["mcp"] = f"{url}/mcp"
+            if args.a2a:
+                info["a2a"] = f"{url}/a2a/v1"
+                info["agent_card"] = f"{url}/.well-known/agent-card.json"
+            if args.legacy_a2a:
+                info["legacy_a2a"] = f"{url}/a2a/prompt"
             print_json(info)
             threading.Event().wait()  # until SIGINT/SIGTERM (raised as KeyboardInterrupt/SystemExit)
     except AdkError as err:

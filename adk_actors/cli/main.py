@@ -12,6 +12,7 @@
 * ``adk serve``, ``adk inspect``, ``adk session``, ``adk resume`` — :mod:`adk_actors.cli.dev_cmds`
   (docs/DEV_CONSOLE.md)
 * ``adk mcp list-tools CMD [ARGS...] | URL`` — :mod:`adk_actors.cli.mcp_cmd`
+* ``adk a2a discover|send|get|cancel|tasks URL ...`` — :mod:`adk_actors.cli.a2a_cmd`
 
 Every command reports failures by reason (``AdkError``) and exits non-zero, without a traceback; see docs/CLI.md.
 """
@@ -26,7 +27,7 @@ from types import FrameType
 from typing import Any
 
 from adk_actors import __version__
-from adk_actors.cli import config_cmd, console, dev_cmds, doctor, mcp_cmd, run_cmd, shell
+from adk_actors.cli import a2a_cmd, config_cmd, console, dev_cmds, doctor, mcp_cmd, run_cmd, shell
 
 __all__ = ["build_parser", "main", "node_metrics", "session_guarantee"]
 
@@ -109,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="print the supervision tree of a running system as JSON")
     status.add_argument("--port", type=int, default=None, help="admin port (default: settings / $ADK_SYSTEM_PORT)")
     status.set_defaults(handler=_status)
-    for command in (doctor, config_cmd, run_cmd, console, shell, dev_cmds, mcp_cmd):
+    for command in (doctor, config_cmd, run_cmd, console, shell, dev_cmds, mcp_cmd, a2a_cmd):
         command.add_parser(sub)
     return parser
 

@@ -10,7 +10,7 @@ the git commit and the exact command; ``--append`` also appends it to a file as 
 Benchmarks, in run order: ``idle``, ``ask_tier1``, ``ask_tier2``, ``hops``, ``restart``, ``spawn_inner``,
 ``provider``, ``sessions``, ``runner``, ``runner_c1000`` (:mod:`~adk_actors.devtools.bench_runner`), ``observability``
 (:mod:`~adk_actors.devtools.bench_observability`), ``dev_api`` (:mod:`~adk_actors.devtools.bench_dev_api`), ``mcp``
-(:mod:`~adk_actors.devtools.bench_mcp`), ``agent_turns``,
+(:mod:`~adk_actors.devtools.bench_mcp`), ``a2a`` (:mod:`~adk_actors.devtools.bench_a2a`), ``agent_turns``,
 ``concurrency``, ``idle_agents``, ``spawn_agents`` (:mod:`~adk_actors.devtools.bench_agents`), ``reliability``
 (:mod:`~adk_actors.devtools.bench_reliability`).
 
@@ -1013,6 +1013,7 @@ def bench_sessions(ctx: Context) -> dict[str, Any]:
     }
 
 
+from adk_actors.devtools.bench_a2a import bench_a2a  # noqa: E402
 from adk_actors.devtools.bench_agents import (  # noqa: E402
     bench_agent_turns,
     bench_concurrency,
@@ -1040,6 +1041,7 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     "observability": (bench_observability, False),
     "dev_api": (bench_dev_api, False),
     "mcp": (bench_mcp, False),
+    "a2a": (bench_a2a, False),
     "agent_turns": (bench_agent_turns, False),
     "concurrency": (bench_concurrency, False),
     "idle_agents": (bench_idle_agents, False),

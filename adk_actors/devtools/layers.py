@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "policy": 3,
     "mcp": 3,
     "openapi": 3,
+    "a2a": 3,
     # 4: lifecycles
     "runs": 4,
     "workflows": 4,

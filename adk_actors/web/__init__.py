@@ -7,7 +7,9 @@
 * :mod:`~adk_actors.web.sse` — SSE encoding, ``Last-Event-ID`` parsing and the bounded :class:`SseStream`;
 * :mod:`~adk_actors.web.serve` — :func:`check_bind`, :func:`run_server` and :func:`start_in_thread` (uvicorn);
 * :mod:`~adk_actors.web.mcp_server` — :func:`mcp_app`, the MCP Streamable HTTP server (``McpLimits``,
-  ``McpResource``, ``McpPrompt``); loaded on first use, it needs the ``mcp`` extra.
+  ``McpResource``, ``McpPrompt``); loaded on first use, it needs the ``mcp`` extra;
+* :mod:`~adk_actors.web.a2a_server` — :func:`a2a_app`, the A2A 1.0 JSON-RPC server (:func:`agent_card`,
+  ``A2aLimits``), and :mod:`~adk_actors.web.legacy_a2a` — :func:`legacy_a2a_app`, the legacy ``/a2a/prompt``.
 
 An edge is a facade client: it holds no domain state, and the work a request starts belongs to the node. It needs
 the ``web`` extra (Starlette and uvicorn).
@@ -46,11 +48,16 @@ _MCP_NAMES = {
     "McpLimits": "adk_actors.web.mcp_spec",
     "McpPrompt": "adk_actors.web.mcp_spec",
     "McpResource": "adk_actors.web.mcp_spec",
+    "A2aApp": "adk_actors.web.a2a_server",
+    "A2aLimits": "adk_actors.web.a2a_server",
+    "a2a_app": "adk_actors.web.a2a_server",
+    "agent_card": "adk_actors.web.a2a_server",
+    "legacy_a2a_app": "adk_actors.web.legacy_a2a",
 }
 
 
 def __getattr__(name: str) -> Any:
-    """The MCP server's names, imported on first use (``adk_actors.web`` works without the ``mcp`` extra)."""
+    """The MCP and A2A servers' names, imported on first use (``adk_actors.web`` works without the ``mcp`` extra)."""
     module = _MCP_NAMES.get(name)
     if module is None:
         raise AttributeError(f"module 'adk_actors.web' has no attribute {name!r}")
@@ -60,6 +67,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "A2aApp",
+    "A2aLimits",
     "BlockingIterator",
     "DevToken",
     "EdgeGuard",
@@ -73,13 +82,16 @@ __all__ = [
     "SseEvent",
     "SseStream",
     "StreamSlots",
+    "a2a_app",
     "adk_error_handler",
+    "agent_card",
     "check_bind",
     "edge_app",
     "encode_event",
     "error_for",
     "error_response",
     "exception_handlers",
+    "legacy_a2a_app",
     "mcp_app",
     "parse_last_event_id",
     "read_json",

@@ -15,6 +15,7 @@ operation's reason (409 for a request the resource's state refuses: ``already_ex
 | ``GET /dev/v1/runs/{id}/events`` | SSE: replay and live events, ``Last-Event-ID`` to reconnect |
 | ``GET/POST /dev/v1/sessions``, ``GET/DELETE /dev/v1/sessions/{app}/{user}/{id}``, ``PATCH .../state`` | sessions |
 | ``GET /dev/v1/mcp/connections``, ``GET /dev/v1/mcp/connections/{id}`` | MCP client connections (read-only) |
+| ``GET /dev/v1/a2a``, ``GET /dev/v1/a2a/tasks`` | the A2A server of ``adk serve --a2a``: card, counts, tasks |
 | ``GET /dev/v1/diagnostics``, ``GET /dev/v1/observability`` | node status, metrics |
 """
 
@@ -113,9 +114,10 @@ def _allowed(body: Mapping[str, Any], keys: set[str]) -> None:
 class _Routes:
     """The route handlers of one :func:`dev_app`."""
 
-    def __init__(self, ops: DevOps, offload: Offload) -> None:
+    def __init__(self, ops: DevOps, offload: Offload, a2a: Any = None) -> None:
         self.ops = ops
         self.offload = offload
+        self.a2a = a2a
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await self.offload.call(fn, *args, **kwargs)
@@ -262,6 +264,21 @@ class _Routes:
     async def mcp_connection(self, request: Request) -> Response:
         return JSONResponse(await self._call(self.ops.mcp_connection, request.path_params["connection_id"]))
 
+    # A2A (the server this edge also serves, if any; read on the event loop, where its task store lives)
+
+    async def a2a_status(self, request: Request) -> Response:
+        if self.a2a is None:
+            return JSONResponse({"enabled": False})
+        return JSONResponse({"enabled": True, "card": self.a2a.card, "status": self.a2a.status()})
+
+    async def a2a_tasks(self, request: Request) -> Response:
+        if self.a2a is None:
+            raise NameNotFound("this server has no A2A endpoint", reason="a2a_not_enabled")
+        limit = _query_int(request, "limit", 100)
+        if not 1 <= limit <= 1000:
+            raise ValidationError("limit must be in [1, 1000]", reason="invalid_value", details={"key": "limit"})
+        return JSONResponse({"tasks": self.a2a.tasks(limit)})
+
     # node
 
     async def diagnostics(self, request: Request) -> Response:
@@ -309,6 +326,8 @@ def _routes(r: _Routes, console: bool) -> list[Route]:
         (f"{v1}/sessions/{{app}}/{{user}}/{{session_id}}/state", r.state, "PATCH"),
         (f"{v1}/mcp/connections", r.mcp_connections, "GET"),
         (f"{v1}/mcp/connections/{{connection_id}}", r.mcp_connection, "GET"),
+        (f"{v1}/a2a", r.a2a_status, "GET"),
+        (f"{v1}/a2a/tasks", r.a2a_tasks, "GET"),
         (f"{v1}/diagnostics", r.diagnostics, "GET"),
         (f"{v1}/observability", r.observability, "GET"),
     ]
@@ -331,6 +350,7 @@ def dev_app(
     sessions: BaseSessionService | None = None,
     offload: Offload | None = None,
     console: bool = True,
+    a2a: Any = None,
 ) -> EdgeGuard:
     """The ``/dev/v1`` API (and, with ``console``, the console at ``/dev``) for ``system``, as an ASGI app.
 
@@ -342,10 +362,12 @@ def dev_app(
         sessions: the session service runs and session routes use (default: the node's).
         offload: the thread pool for facade calls (default 8 threads, 256 pending); closed when the app shuts down.
         console: serve the console page and its static files.
+        a2a: the :class:`~adk_actors.web.a2a_server.A2aApp` served next to this app (``adk serve --a2a``), whose
+            card, counts and tasks ``/dev/v1/a2a`` shows (same process and event loop).
     """
     ops = DevOps(system, sessions)
     pool = offload or Offload()
-    handlers = _Routes(ops, pool)
+    handlers = _Routes(ops, pool, a2a)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:

@@ -78,8 +78,10 @@ __all__ = [
     "error_for",
     "error_response",
     "exception_handlers",
+    "host_header_name",
     "http_error_handler",
     "internal_error_handler",
+    "is_loopback_name",
     "read_json",
     "status_for",
     "strict_json",
@@ -699,3 +701,19 @@ def edge_app(
     """
     app = Starlette(routes=list(routes), exception_handlers=exception_handlers(), lifespan=lifespan)
     return EdgeGuard(app, token=token, limits=limits, public=public)
+
+
+def host_header_name(raw: str) -> str:
+    """The host of a ``Host`` header value, lower-cased, without the port (an IPv6 address keeps its brackets)."""
+    raw = raw.strip().lower()
+    if raw.startswith("["):
+        end = raw.find("]")
+        return raw[: end + 1] if end > 0 else ""
+    return raw.partition(":")[0]
+
+
+def is_loopback_name(host: str) -> bool:
+    """Whether a host name or address (IPv6 bracketed or not) is ``localhost`` or loopback."""
+    from adk_actors.settings import is_loopback_host
+
+    return is_loopback_host(host.strip("[]"))

@@ -52,7 +52,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import ipaddress
 import json
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -73,7 +72,15 @@ from starlette.types import Message, Receive, Scope, Send
 from adk_actors.errors import ConfigError
 from adk_actors.logs import log_crash
 from adk_actors.runtime.system import ActorSystemHandle
-from adk_actors.web.edge import DevToken, EdgeGuard, EdgeLimits, error_response, strict_json
+from adk_actors.web.edge import (
+    DevToken,
+    EdgeGuard,
+    EdgeLimits,
+    error_response,
+    host_header_name,
+    is_loopback_name,
+    strict_json,
+)
 from adk_actors.web.mcp_handlers import McpHandlers
 from adk_actors.web.mcp_spec import (
     MAX_ITEMS,
@@ -291,24 +298,6 @@ def _route_path(scope: Scope) -> str:
     return full[len(root) :] if root and full.startswith(root) else full
 
 
-def _host_name(raw: str) -> str:
-    """The host of a ``Host`` header value, lower-cased, without the port (an IPv6 address keeps its brackets)."""
-    raw = raw.strip().lower()
-    if raw.startswith("["):
-        end = raw.find("]")
-        return raw[: end + 1] if end > 0 else ""
-    return raw.partition(":")[0]
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 class McpApp:
     """The ASGI app :func:`mcp_app` returns: the MCP endpoint behind the edge.
 
@@ -360,8 +349,8 @@ class McpApp:
         hosts = headers.getlist("host")
         if len(hosts) != 1:
             return False
-        name = _host_name(hosts[0])
-        return bool(name) and (_is_loopback(name) or name in self.allowed_hosts)
+        name = host_header_name(hosts[0])
+        return bool(name) and (is_loopback_name(name) or name in self.allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":

@@ -15,6 +15,7 @@ A restarted server may find the port still held for a moment by the one it repla
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -99,6 +100,23 @@ class EdgeChild(GenServer):
 # ---- the server process ---------------------------------------------------------------------------------------
 
 
+def check_dev_endpoints(settings: Any) -> None:
+    """The A2A endpoints ``adk serve`` adds are loopback only (the public A2A server is ``a2a_app`` with auth).
+
+    Raises:
+        ConfigError: ``a2a_dev_endpoint_must_bind_loopback``; ``legacy_a2a_server_must_bind_loopback``.
+    """
+    if settings.dev_legacy_a2a:
+        from adk_actors.web.legacy_a2a import check_legacy_bind
+
+        check_legacy_bind(settings.dev_bind_ip)
+    if settings.dev_a2a and settings.dev_allow_remote_bind:
+        raise ConfigError(
+            "the dev server's A2A endpoint is loopback only: serve a public A2A agent with a2a_app and auth",
+            reason="a2a_dev_endpoint_must_bind_loopback",
+        )
+
+
 def _serve(admin_port: int) -> int:
     from adk_actors.runtime.system import attach
     from adk_actors.settings import Settings
@@ -110,11 +128,28 @@ def _serve(admin_port: int) -> int:
     check_bind(settings.dev_bind_ip, settings.dev_allow_remote_bind)
     token = DevToken.from_env()
     handle = attach(admin_port, settings, make_default=False)
-    app: Any = dev_app(handle, token=token)
+    mcp = a2a = legacy = None
     if settings.dev_mcp:
         from adk_actors.web.mcp_server import mcp_app
 
-        app = _WithMcp(app, mcp_app(handle, token=token, agents=settings.dev_mcp.split(",")))
+        mcp = mcp_app(handle, token=token, agents=settings.dev_mcp.split(","))
+    if (settings.dev_a2a or settings.dev_legacy_a2a) and settings.dev_allow_remote_bind:
+        raise ConfigError(
+            "the dev server's A2A endpoints are loopback only: serve a public A2A agent with a2a_app and auth",
+            reason="a2a_dev_endpoint_must_bind_loopback",
+        )
+    if settings.dev_a2a:
+        from adk_actors.node import session_service
+        from adk_actors.runner import Runner
+        from adk_actors.web.a2a_server import a2a_app
+
+        runner = Runner(settings.dev_a2a, "a2a", session_service(system=handle), system=handle)
+        a2a = a2a_app(handle, runner=runner, card=None)
+    if settings.dev_legacy_a2a:
+        from adk_actors.web.legacy_a2a import legacy_a2a_app
+
+        legacy = legacy_a2a_app(handle)
+    app: Any = _Composite(dev_app(handle, token=token, a2a=a2a), mcp=mcp, a2a=a2a, legacy=legacy)
     deadline = time.monotonic() + BIND_RETRY_S
     while True:
         try:
@@ -128,6 +163,12 @@ def _serve(admin_port: int) -> int:
                     "the dev server port stayed taken", reason="port_in_use", details={"port": settings.dev_port}
                 ) from None
             time.sleep(0.1)  # the server this one replaces still holds the port
+    if a2a is not None:
+        from adk_actors.web.a2a_server import A2A_PATH, agent_card
+
+        a2a.set_card(
+            agent_card(name=settings.dev_a2a, description=f"{settings.dev_a2a} (adk serve)", url=server.url + A2A_PATH)
+        )
     sys.stdout.write(json.dumps({"url": server.url, "port": server.port, "pid": os.getpid()}) + "\n")
     sys.stdout.flush()
     parent_gone = threading.Event()
@@ -148,21 +189,35 @@ def _serve(admin_port: int) -> int:
     return 0
 
 
-class _WithMcp:
-    """The dev app with the MCP endpoint (``adk serve --mcp``): ``/mcp`` goes to the MCP app, the rest to ``/dev``;
-    the MCP app's session manager runs for the lifespan of the server."""
+class _Composite:
+    """The dev app with the endpoints ``adk serve`` adds: ``/mcp`` (the MCP app, whose session manager runs for the
+    server's lifespan), the A2A card and ``/a2a/v1``, ``/a2a/prompt`` (legacy); everything else goes to ``/dev``."""
 
-    def __init__(self, dev: Any, mcp: Any) -> None:
-        self.dev, self.mcp = dev, mcp
+    def __init__(self, dev: Any, *, mcp: Any = None, a2a: Any = None, legacy: Any = None) -> None:
+        self.dev, self.mcp, self.a2a, self.legacy = dev, mcp, a2a, legacy
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    def _target(self, path: str) -> Any:
+        from adk_actors.web.a2a_server import A2A_PATH, CARD_PATH
         from adk_actors.web.mcp_server import MCP_PATH
 
+        if self.mcp is not None and path == MCP_PATH:
+            return self.mcp
+        if self.a2a is not None and path in (A2A_PATH, CARD_PATH):
+            return self.a2a
+        if self.legacy is not None and path == "/a2a/prompt":
+            return self.legacy
+        return self.dev
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            async with self.mcp.lifespan():
+            async with contextlib.AsyncExitStack() as stack:
+                if self.mcp is not None:
+                    await stack.enter_async_context(self.mcp.lifespan())
+                if self.a2a is not None:
+                    stack.push_async_callback(self.a2a.close)
                 await self.dev(scope, receive, send)
-        elif scope["type"] == "http" and scope.get("path") == MCP_PATH:
-            await self.mcp(scope, receive, send)
+        elif scope["type"] == "http":
+            await self._target(str(scope.get("path", "")))(scope, receive, send)
         else:
             await self.dev(scope, receive, send)
 

@@ -946,6 +946,66 @@
     }
   }
 
+  // ---- A2A -----------------------------------------------------------------------------------------------------
+
+  const A2A_BADGES = {
+    TASK_STATE_COMPLETED: "completed",
+    TASK_STATE_WORKING: "running",
+    TASK_STATE_SUBMITTED: "starting",
+    TASK_STATE_INPUT_REQUIRED: "paused",
+    TASK_STATE_AUTH_REQUIRED: "paused",
+    TASK_STATE_CANCELED: "cancelled",
+  };
+
+  async function refreshA2a() {
+    showMessage($("a2a-error"), "");
+    try {
+      const info = await api("GET", "/a2a");
+      $("a2a-off").hidden = info.enabled;
+      $("a2a-on").hidden = !info.enabled;
+      if (!info.enabled) {
+        $("a2a-updated").textContent = `Updated ${new Date().toLocaleTimeString()}`;
+        return;
+      }
+      const card = info.card || {};
+      const iface = (card.supportedInterfaces || [])[0] || {};
+      $("a2a-card").textContent = `${card.name || "?"} · A2A ${iface.protocolVersion || "?"} at ${iface.url || "?"}`;
+      const st = info.status || {};
+      $("a2a-counts").textContent =
+        `${st.tasks} tasks (${st.active} active) · ${st.streams} open streams · auth ${st.auth}`;
+      const page = await api("GET", "/a2a/tasks");
+      const rows = $("a2a-rows");
+      rows.replaceChildren();
+      const tasks = Array.isArray(page.tasks) ? page.tasks : [];
+      for (const t of tasks) {
+        const row = el("tr", "a2a-row");
+        row.dataset.taskId = t.id;
+        const short = (id) => {
+          const cell = el("td", "mono", `${String(id).slice(0, 8)}…`);
+          cell.title = id;
+          return cell;
+        };
+        const state = el("td");
+        const badge = el("span");
+        setBadge(badge, A2A_BADGES[t.state] || "failed", String(t.state || "?").replace("TASK_STATE_", "").toLowerCase());
+        state.append(badge);
+        row.append(
+          short(t.id),
+          short(t.contextId),
+          state,
+          el("td", "small", String(t.timestamp).replace("T", " ").slice(0, 19)),
+          el("td", "num", t.runs),
+          el("td", "num", t.artifacts),
+        );
+        rows.append(row);
+      }
+      $("a2a-empty").hidden = tasks.length > 0;
+      $("a2a-updated").textContent = `Updated ${new Date().toLocaleTimeString()} · ${tasks.length} tasks`;
+    } catch (err) {
+      showMessage($("a2a-error"), describe(err));
+    }
+  }
+
   // ---- tabs and wiring ---------------------------------------------------------------------------------------
 
   function openTab(button) {
@@ -958,6 +1018,7 @@
     if (button.id === "tab-session") refreshSession(false);
     if (button.id === "tab-metrics" && !metricsLoaded) refreshMetrics();
     if (button.id === "tab-mcp") refreshMcp();
+    if (button.id === "tab-a2a") refreshA2a();
   }
 
   function wire() {
@@ -998,6 +1059,7 @@
     $("state-form").addEventListener("submit", saveState);
     $("metrics-refresh").addEventListener("click", refreshMetrics);
     $("mcp-refresh").addEventListener("click", refreshMcp);
+    $("a2a-refresh").addEventListener("click", refreshA2a);
     for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => openTab(tab));
     setSession(null);
     $("token-input").focus();
