@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from actor_tests.agents.conftest import Spawner, config_for
 from adk_actors import FunctionTool, Runner
 from adk_actors.emulator import Emulator
+from adk_actors.errors import ConfigError
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.sessions.actor import ActorSessionService
 from adk_actors.web import start_in_thread
@@ -363,3 +364,91 @@ def test_bearer_auth_isolates_principals_and_refuses_forged_tokens(serve: Callab
         assert served.call("GetTask", {"id": created["id"]}, headers=alice).json()["result"]["id"] == created["id"]
         stored = served.app.store.tasks[created["id"]]
         assert len(stored.scope) == 64 and "alice" not in json.dumps(served.app.tasks())
+
+
+# ---- resubscribe and serving ------------------------------------------------------------------------------------
+
+
+def sse_events(response: requests.Response) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(id, result)`` of each SSE event of an A2A stream."""
+    ident = -1
+    for line in response.iter_lines():
+        if line.startswith(b"id: "):
+            ident = int(line[4:])
+        elif line.startswith(b"data: "):
+            yield ident, json.loads(line[6:])["result"]
+
+
+def test_a_resubscribe_with_last_event_id_replays_only_what_followed(serve: Callable[..., Served]) -> None:
+    served = serve()
+    paused = served.call("SendMessage", {"message": message("pause now")}).json()["result"]["task"]
+    assert paused["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"  # events 1 (working) and 2 (input-required)
+    task = served.app.store.tasks[paused["id"]]
+    answer = {"message": message("yes", taskId=paused["id"])}
+    assert served.call("SendMessage", answer).json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    seqs = [seq for seq, _ in task.events]
+    assert seqs == [1, 2, 3, 4, 5]  # working, input-required, working, artifact, completed
+    # The task has ended: a subscription is refused; before it ended, a reconnect after event 2 got 3.. only.
+    assert error_of(served.call("SubscribeToTask", {"id": paused["id"]})) == (-32004, "task_terminal")
+    replayed, sub = served.app.store.subscribe(task, after_seq=2)
+    assert [seq for seq, _ in replayed] == [3, 4, 5]
+    served.app.store.unsubscribe(task, sub)
+
+
+def test_subscribing_to_a_working_task_with_last_event_id_resumes_after_it(serve: Callable[..., Served]) -> None:
+    served = serve()
+    started = served.call("SendMessage", {"message": message("slow"), "configuration": {"returnImmediately": True}})
+    task_id = started.json()["result"]["task"]["id"]
+    body = {"jsonrpc": "2.0", "id": 5, "method": "SubscribeToTask", "params": {"id": task_id}}
+    headers = {"A2A-Version": "1.0", "Last-Event-ID": "0"}
+    with requests.post(served.rpc, json=body, headers=headers, stream=True, timeout=30) as stream:
+        events = sse_events(stream)
+        first = next(events)
+        assert first[1]["task"]["status"]["state"] == "TASK_STATE_WORKING"  # the snapshot
+        replayed = next(events)  # the WORKING update (event 1), replayed from the retained window
+        assert replayed[0] == 1 and replayed[1]["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
+        served.call("CancelTask", {"id": task_id})
+        last = next(events)
+        assert last[0] == 2 and last[1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+        assert next(events, None) is None  # the stream closed at the terminal state
+    bad = served.call("SubscribeToTask", {"id": task_id}, headers={"Last-Event-ID": "x"})
+    assert error_of(bad)[0] in (-32004, -32602)
+
+
+def test_a_public_listener_needs_an_opt_in_auth_and_tls(
+    serve: Callable[..., Served], tmp_path: Any, system: ActorSystemHandle
+) -> None:
+    from actor_tests.openapi.petstore_api import self_signed
+    from adk_actors.web.a2a_server import check_public_serving, serve_a2a
+
+    served = serve()
+    cert, key = self_signed(tmp_path)
+    with pytest.raises(ConfigError) as opt_in:
+        check_public_serving(served.app, "0.0.0.0", allow_public=False, tls=None, trusted_tls_proxy=False)
+    assert opt_in.value.reason == "a2a_public_bind_not_allowed"
+    with pytest.raises(ConfigError) as no_auth:
+        check_public_serving(
+            served.app, "10.0.0.5", allow_public=True, tls=(str(cert), str(key)), trusted_tls_proxy=False
+        )
+    assert no_auth.value.reason == "a2a_public_requires_auth"
+    from adk_actors.auth import JwtPolicy
+
+    policy = JwtPolicy(issuer="https://idp.example", audience="a2a", jwks_url="https://idp.example/jwks")
+    secured = a2a_app(system, runner=served.app.runner, card=None, auth=policy)  # nothing is fetched here
+    with pytest.raises(ConfigError) as no_tls:
+        check_public_serving(secured, "10.0.0.5", allow_public=True, tls=None, trusted_tls_proxy=False)
+    assert no_tls.value.reason == "a2a_public_requires_tls"
+    check_public_serving(secured, "10.0.0.5", allow_public=True, tls=None, trusted_tls_proxy=True)
+    with pytest.raises(ConfigError) as unreadable:
+        serve_a2a(served.app, tls=(str(tmp_path / "nope.pem"), str(key)))
+    assert unreadable.value.reason == "tls_unreadable"
+    # Direct TLS on loopback: the card over https, verified against the self-signed certificate.
+    server = serve_a2a(served.app, tls=(str(cert), str(key)))
+    try:
+        assert server.url.startswith("https://127.0.0.1:")
+        card = requests.get(server.url + "/.well-known/agent-card.json", verify=str(cert), timeout=10)
+        assert card.status_code == 200 and card.json()["name"] == "Echo"
+        with pytest.raises(requests.exceptions.SSLError):
+            requests.get(server.url + "/.well-known/agent-card.json", timeout=10)  # unverified: refused
+    finally:
+        server.stop()

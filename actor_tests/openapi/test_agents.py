@@ -14,6 +14,7 @@ import pytest
 from actor_tests.agents.conftest import Spawner
 from actor_tests.openapi.conftest import (
     APP,
+    LIBRARY_TEXT,
     PETSTORE_TEXT,
     USER,
     config_for,
@@ -21,7 +22,7 @@ from actor_tests.openapi.conftest import (
     probe_document,
     unique,
 )
-from actor_tests.openapi.petstore_api import PETSTORE, ApiServer
+from actor_tests.openapi.petstore_api import LIBRARY, PETSTORE, ApiServer
 from adk_actors import Runner, prompt, runs
 from adk_actors.auth import AuthCodeProvider, AuthorizationFlows, JwtPolicy, OAuthClient, TokenService
 from adk_actors.auth.credentials import CredentialScope, SqlCredentialStore
@@ -218,3 +219,32 @@ def test_a_users_sign_in_pauses_the_run_and_the_resumed_call_carries_the_users_t
         finally:
             flows.stop(system=system)
             tokens.stop(system=system)
+
+
+def test_a_runner_turn_calls_an_operation_of_the_31_document_with_a_bearer_token(
+    system: ActorSystemHandle,
+    emu: Emulator,
+    spawn: Spawner,
+    svc: ActorSessionService,
+    api: ApiServer,
+    store: SqlCredentialStore,
+) -> None:
+    """The 3.1 lending-library document: the model lists books by year (a ``deepObject`` query) with the caller's
+    bearer token from the store; the model gets the books, never the token."""
+    store.put(CredentialScope(app=APP, user=USER), "library-token", api.state.bearer)
+    library = openapi_toolset(
+        LIBRARY_TEXT,
+        allowed_hosts=[api.origin],
+        server_url=api.origin + LIBRARY,
+        allow_http_loopback=True,
+        include=["listBooks"],
+        auth=AuthBroker({"bearer": StoredCredential(store, "library-token")}),
+    )
+    emu.set_script(call_then_echo("listBooks", {"filter": {"year": 2018}, "pageSize": 5}))
+    name = unique("Librarian")
+    spawn(name, config_for(emu), [library])
+    Runner(name, APP, svc, system=system).run(USER, unique("s"), "Which books are from 2018?")
+    response = last_function_response(emu)["response"]
+    assert response["status"] == 200
+    assert sorted(b["title"] for b in response["body"]) == ["Effective Java", "Eloquent JavaScript"]
+    assert api.state.bearer not in json.dumps(emu.requests)

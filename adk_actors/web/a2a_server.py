@@ -55,7 +55,7 @@ from adk_actors.web.edge import error_response, host_header_name, is_loopback_na
 from adk_actors.web.offload import Offload
 from adk_actors.web.sse import parse_last_event_id
 
-__all__ = ["A2A_PATH", "CARD_PATH", "A2aApp", "A2aLimits", "a2a_app", "agent_card"]
+__all__ = ["A2A_PATH", "CARD_PATH", "A2aApp", "A2aLimits", "a2a_app", "agent_card", "check_public_serving", "serve_a2a"]
 
 A2A_PATH = "/a2a/v1"
 CARD_PATH = "/.well-known/agent-card.json"
@@ -865,3 +865,57 @@ def a2a_app(
         rpc_path=rpc_path,
         app_scope_salt=salt,
     )
+
+
+def check_public_serving(
+    app: A2aApp, host: str, *, allow_public: bool, tls: tuple[str, str] | None, trusted_tls_proxy: bool
+) -> None:
+    """The conditions of an A2A listener on a non-loopback address: an explicit opt-in, bearer auth, and TLS
+    (direct, or a declared trusted proxy that alone reaches the listener). A loopback listener needs none.
+
+    Raises:
+        ConfigError: ``a2a_public_bind_not_allowed``, ``a2a_public_requires_auth``, ``a2a_public_requires_tls``.
+    """
+    if is_loopback_name(host.strip()):
+        return
+    if not allow_public:
+        raise ConfigError(
+            "an A2A listener on a non-loopback address needs allow_public=True",
+            reason="a2a_public_bind_not_allowed",
+            details={"host": host[:64]},
+        )
+    if app.auth is None:
+        raise ConfigError(
+            "a public A2A listener needs auth (a JwtPolicy)", reason="a2a_public_requires_auth", details={}
+        )
+    if tls is None and not trusted_tls_proxy:
+        raise ConfigError(
+            "a public A2A listener needs TLS: tls=(certfile, keyfile), or trusted_tls_proxy=True when only a TLS "
+            "proxy can reach it",
+            reason="a2a_public_requires_tls",
+            details={},
+        )
+
+
+def serve_a2a(
+    app: A2aApp,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    allow_public: bool = False,
+    tls: tuple[str, str] | None = None,
+    trusted_tls_proxy: bool = False,
+    **options: Any,
+) -> Any:
+    """Serve ``app`` on its own listener (a thread; see :func:`~adk_actors.web.serve.start_in_thread`) after
+    :func:`check_public_serving`; ``tls`` serves HTTPS directly. Publish the card with the listener's URL
+    (``app.set_card(...)``) once it returns.
+
+    Raises:
+        ConfigError: as :func:`check_public_serving`; ``tls_unreadable``; as ``start_in_thread``.
+    """
+    from adk_actors.web.serve import start_in_thread
+
+    check_public_serving(app, host, allow_public=allow_public, tls=tls, trusted_tls_proxy=trusted_tls_proxy)
+    public = not is_loopback_name(host.strip())
+    return start_in_thread(app, host, port, allow_non_loopback=public, tls=tls, **options)

@@ -87,8 +87,13 @@ def uvicorn_config(
     keep_alive_s: int = 5,
     graceful_shutdown_s: int = 5,
     log_level: str = "warning",
+    tls: tuple[str, str] | None = None,
 ) -> uvicorn.Config:
-    """The uvicorn configuration of an edge server (see the module docstring); no bind check here."""
+    """The uvicorn configuration of an edge server (see the module docstring); no bind check here.
+
+    ``tls``: ``(certfile, keyfile)`` paths to serve HTTPS directly (TLS 1.2 or later, the ``ssl`` module's server
+    defaults).
+    """
     limits = limits or EdgeLimits()
     if isinstance(max_connections, bool) or not isinstance(max_connections, int) or not 1 <= max_connections <= 100_000:
         raise ConfigError(
@@ -96,8 +101,14 @@ def uvicorn_config(
             reason="invalid_value",
             details={"key": "max_connections"},
         )
+    options: dict[str, Any] = {}
+    if tls is not None:
+        if not (isinstance(tls, tuple) and len(tls) == 2 and all(isinstance(p, str) and p for p in tls)):
+            raise ConfigError("tls must be (certfile, keyfile)", reason="invalid_value", details={"key": "tls"})
+        options = {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
     return uvicorn.Config(
         app,
+        **options,
         host=host,
         port=_check_port(port),
         http="h11",
@@ -151,14 +162,14 @@ def run_server(
 class ServerThread:
     """A uvicorn server running on a daemon thread (see :func:`start_in_thread`); a context manager that stops it."""
 
-    def __init__(self, server: uvicorn.Server, sock: socket.socket, host: str) -> None:
+    def __init__(self, server: uvicorn.Server, sock: socket.socket, host: str, *, scheme: str = "http") -> None:
         self._server = server
         self._socket = sock
         self.port: int = sock.getsockname()[1]
         """The bound port (the real one when 0 was asked)."""
         netloc = f"[{host}]" if ":" in host else host
-        self.url = f"http://{netloc}:{self.port}"
-        """``http://host:port`` without a trailing slash."""
+        self.url = f"{scheme}://{netloc}:{self.port}"
+        """``http(s)://host:port`` without a trailing slash."""
         self.error: BaseException | None = None
         """What stopped the server thread, when it failed."""
         self._thread = threading.Thread(target=self._run, name=f"adk-edge-server-{self.port}", daemon=True)
@@ -214,6 +225,7 @@ def start_in_thread(
     graceful_shutdown_s: int = 2,
     start_timeout_s: float = 10.0,
     log_level: str = "warning",
+    tls: tuple[str, str] | None = None,
 ) -> ServerThread:
     """Serve ``app`` on a thread (for tests and for embedding) and return once it accepts connections.
 
@@ -234,7 +246,17 @@ def start_in_thread(
         max_connections=max_connections,
         graceful_shutdown_s=graceful_shutdown_s,
         log_level=log_level,
+        tls=tls,
     )
+    if tls is not None:
+        try:
+            config.load()  # reads the certificate and key now: a bad file fails here, not on the server thread
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                "the TLS certificate or key cannot be loaded",
+                reason="tls_unreadable",
+                details={"error": type(exc).__name__},
+            ) from None
     name = "127.0.0.1" if host.strip().lower() == "localhost" else host.strip().strip("[]")
     family = socket.AF_INET6 if ":" in name else socket.AF_INET
     # IPPROTO_TCP named explicitly: asyncio turns Nagle off (TCP_NODELAY) only on accepted sockets whose protocol
@@ -250,7 +272,7 @@ def start_in_thread(
         raise ConfigError(
             "could not bind the edge server", reason="bind_failed", details={"host": host, "port": port}
         ) from None
-    handle = ServerThread(uvicorn.Server(config), sock, name)
+    handle = ServerThread(uvicorn.Server(config), sock, name, scheme="https" if tls is not None else "http")
     handle._thread.start()
     handle._wait_started(start_timeout_s)
     return handle
