@@ -42,6 +42,7 @@ TINY = bench.Sizes(
 )
 
 
+@pytest.mark.timeout(300)  # every benchmark, at tiny sizes: more than the suite's default per test
 def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(
     system: ActorSystemHandle, tmp_path: Path
 ) -> None:
