@@ -63,6 +63,8 @@ def _sample(tp: Any) -> Any:
 def _examples() -> dict[str, Any]:
     """Values whose fields the sampler cannot invent (validated in ``__post_init__``, or derived from each other)."""
     from adk_actors.agents.agent import Agent
+    from adk_actors.artifacts import ArtifactScope
+    from adk_actors.artifacts.access import ArtifactAccess
     from adk_actors.auth.credentials import CredentialRef
     from adk_actors.auth.flow import AuthCodeProvider, AuthorizationFlows
     from adk_actors.auth.tokens import OAuthClient
@@ -91,6 +93,8 @@ def _examples() -> dict[str, Any]:
         scopes=("orders.read",),
     )
     return {
+        "ArtifactScope": ArtifactScope.session("app", "u1", "s1"),
+        "ArtifactAccess": ArtifactAccess("service", "app", "u1", "s1"),
         "IssuerClient": IssuerClient(client_id="crm", client_secret="s" * 24, redirect_uris=("https://a.example/cb",)),
         "ClientCredentials": ClientCredentials(oauth),
         "UserAuthorization": UserAuthorization(AuthorizationFlows("flows"), "calendar"),

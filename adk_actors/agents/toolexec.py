@@ -92,7 +92,8 @@ def execute_tool(
                 "the tool needs confirmation, which needs a runner", reason=CONFIRMATION_REASON
             )
             return failed_function_response(name, call_id, error).to_dict()
-        view = {**{k: v for k, v in context.items() if k not in ("state", "ancestry")}, "function_call_id": call_id}
+        private = ("state", "ancestry", "artifacts")
+        view = {**{k: v for k, v in context.items() if k not in private}, "function_call_id": call_id}
         if callbacks:
             decision = run_hook(callbacks, "before_tool", [name, copy_json(args)[0], dict(view)])
             if decision["action"] == "halt":

@@ -30,6 +30,8 @@ __all__ = ["ReadOnlyState", "ToolActions", "ToolContext", "current_ancestry", "r
 MAX_STATE_KEY_CHARS = 256
 MAX_ANCESTRY = 65
 """Agents in one delegation chain: the root plus at most ``MAX_TREE_DEPTH`` (64) delegations."""
+MAX_CONTEXT_EFFECTS = 64
+"""Most context effects one tool call records (later ones are dropped)."""
 MAX_AGENT_NAME_CHARS = 64
 
 _ANCESTRY: ContextVar[tuple[str, ...]] = ContextVar("adk_tool_ancestry", default=())
@@ -125,6 +127,9 @@ class ToolActions:
     """Whether to escalate to the orchestration that runs this agent (ends a loop)."""
     transfer_to_agent: str | None = None
     """A sub-agent to hand the turn to."""
+    context_effects: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """Metadata-only records of what the tool changed through its context (artifact versions saved or deleted),
+    stored in the round's tool event (``actions.context_effects``)."""
 
     def set_state(self, key: str, value: Any) -> None:
         """Record ``state[key] = value`` (a private JSON copy).
@@ -168,6 +173,8 @@ class ToolActions:
             out["escalate"] = True
         if target is not None:
             out["transfer_to_agent"] = target
+        if self.context_effects:
+            out["context_effects"] = [dict(e) for e in self.context_effects[:MAX_CONTEXT_EFFECTS]]
         return out
 
     def to_event_actions(self) -> EventActions:
@@ -207,6 +214,9 @@ class ToolContext:
     traceparent: str = ""
     """The W3C ``traceparent`` of the span this call belongs to (``""``: none): put it on the tool's outbound
     requests (``adk_actors.observability.inject_headers``) to continue the trace. Correlation, never authorization."""
+    artifacts: Any = dataclasses.field(default=None, repr=False)
+    """The Runner's artifact service bound to this session (an ``adk_actors.artifacts.access.ArtifactAccess``),
+    used through :meth:`save_artifact` and the other artifact methods; ``None`` without one."""
 
     @property
     def call_id(self) -> str | None:
@@ -247,7 +257,63 @@ class ToolContext:
         return self.state.get(key, default)
 
     def redacted(self) -> ToolContext:
-        """A copy for a remote toolset: secret-named state keys pruned, no ancestry and a fresh action recorder."""
+        """A copy for a remote toolset: secret-named state keys pruned, no ancestry, no artifact service and a fresh
+        action recorder."""
         return dataclasses.replace(
-            self, state=ReadOnlyState(prune_secrets(dict(self.state.items()))), actions=ToolActions(), ancestry=()
+            self,
+            state=ReadOnlyState(prune_secrets(dict(self.state.items()))),
+            actions=ToolActions(),
+            ancestry=(),
+            artifacts=None,
         )
+
+    # ---- artifacts (docs/ARTIFACTS.md) ------------------------------------------------------------------------
+    def _artifacts(self) -> Any:
+        if self.artifacts is None:
+            raise ToolError("no artifact service here (a Runner's artifact_svc)", reason="no_artifact_service")
+        return self.artifacts
+
+    def save_artifact(
+        self,
+        name: str,
+        data: bytes,
+        *,
+        mime_type: str = "application/octet-stream",
+        metadata: Mapping[str, Any] | None = None,
+        scope: str = "session",
+    ) -> dict[str, Any]:
+        """Save a new version of artifact ``name`` (in the session's scope by default; ``"user"`` or ``"app"``);
+        returns its metadata (``scope``, ``name``, ``version``, ``digest``, ``size``, ``mime_type``), which is also
+        recorded as a context effect of the call.
+
+        Raises:
+            ToolError: ``no_artifact_service``; ValidationError/StorageError: the service's reasons.
+        """
+        record = self._artifacts().save(scope, name, data, mime_type, dict(metadata or {}))
+        self.actions.context_effects.append({"type": "artifact_saved", **record})
+        return dict(record)
+
+    def load_artifact(self, name: str, version: int | None = None, *, scope: str = "session") -> Any:
+        """The artifact (its latest version, or ``version``): an ``Artifact`` with ``data`` and metadata.
+
+        Raises:
+            ToolError: ``no_artifact_service``; StorageError: ``artifact_not_found`` ...
+        """
+        return self._artifacts().load(scope, name, version)
+
+    def list_artifacts(self, *, scope: str = "session", limit: int = 100, cursor: str | None = None) -> Any:
+        """``(names, next_cursor)`` of the scope's artifacts."""
+        return self._artifacts().names(scope, limit, cursor)
+
+    def list_artifact_versions(self, name: str, *, scope: str = "session") -> list[dict[str, Any]]:
+        """The versions of artifact ``name`` (metadata only), oldest first."""
+        versions: list[dict[str, Any]] = self._artifacts().versions(scope, name)
+        return versions
+
+    def delete_artifact(self, name: str, version: int | None = None, *, scope: str = "session") -> int:
+        """Delete one version, or every version, of ``name`` (numbers are never reused); a context effect."""
+        deleted = int(self._artifacts().delete(scope, name, version))
+        self.actions.context_effects.append(
+            {"type": "artifact_deleted", "scope": scope, "name": name, "version": version, "deleted": deleted}
+        )
+        return deleted

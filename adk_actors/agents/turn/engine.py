@@ -593,13 +593,21 @@ class Turn:
 
     def _context(self, span: Any = None) -> dict[str, Any]:
         """A tool call's context (``ToolContext`` fields); ``span``: the call's own span, the trace it continues."""
-        context = {
+        context: dict[str, Any] = {
             "invocation_id": self.invocation_id,
             "agent_name": self.spec.name,
             **self.scope,
             "state": self.state,
             "ancestry": (*self.ancestry, self.spec.name),
         }
+        if self.session is not None and self.session.request.options.artifact_svc is not None:
+            from adk_actors.artifacts.access import ArtifactAccess
+
+            ids = self.scope
+            access = ArtifactAccess(
+                self.session.request.options.artifact_svc, ids["app_name"], ids["user_id"], ids["session_id"]
+            )
+            context["artifacts"] = access
         trace = self.open_spans[span].context.traceparent if span in self.open_spans else self.trace
         if trace:
             context["traceparent"] = trace
@@ -1875,6 +1883,9 @@ class Turn:
             self.transfer = target
         if self.session is not None:
             self.session.control.update({k: v for k, v in control.items() if k in ("escalate", "transfer_to_agent")})
+            effects = control.get("context_effects")
+            if isinstance(effects, list):
+                self.session.control.setdefault("context_effects", []).extend(e for e in effects if isinstance(e, dict))
         return True
 
     # ---- other agents -------------------------------------------------------------------------------------------
@@ -2010,6 +2021,7 @@ class Turn:
                 state_delta=delta,
                 escalate=control.get("escalate", False),
                 transfer_to_agent=control.get("transfer_to_agent"),
+                context_effects=tuple(control.get("context_effects", ())),
             ),
         )
 

@@ -56,6 +56,9 @@ class RunnerOptions:
     """Spans and metrics for this Runner's invocations (metadata only); ``False``: ``observability="disabled"``."""
     span_attributes: dict[str, Any] = field(default_factory=dict)
     """Extra attributes on this Runner's spans (``observability={"attributes": {...}}``; names and scalars only)."""
+    artifact_svc: Any = None
+    """The artifact service tools reach through their context (``tool_context.save_artifact`` ...), or ``None``;
+    it travels to the tools' worker processes, so it must pickle (``FileArtifactService`` does)."""
 
 
 def _int(value: Any, key: str, *, minimum: int = 1, maximum: int | None = None, none: bool = False) -> Any:
@@ -92,7 +95,8 @@ def runner_options(**options: Any) -> RunnerOptions:
     (``{"mode": "serial"|"parallel", "max_concurrency": n, "tool_timeout": ms}``), ``context_policy`` (see
     :class:`~adk_actors.agents.context.ContextPolicy`), ``admission_control`` (``{"overflow", "queue_timeout"}``),
     ``runtime_policy`` (see :class:`~adk_actors.policy.RuntimePolicy`), ``plugins`` (plugin descriptors, see
-    docs/PLUGINS.md), ``observability`` (``"disabled"`` or ``{"attributes": {...}}``, see docs/OBSERVABILITY.md).
+    docs/PLUGINS.md), ``observability`` (``"disabled"`` or ``{"attributes": {...}}``, see docs/OBSERVABILITY.md),
+    ``artifact_svc`` (an artifact service that pickles, see docs/ARTIFACTS.md).
 
     Raises:
         ConfigError: ``unknown_key`` or ``invalid_value`` with ``details["key"]``; ``context_compress_unsupported``;
@@ -110,6 +114,7 @@ def runner_options(**options: Any) -> RunnerOptions:
         "runtime_policy",
         "plugins",
         "observability",
+        "artifact_svc",
     }
     unknown = sorted(k for k in options if k not in known)
     if unknown:
@@ -150,6 +155,7 @@ def runner_options(**options: Any) -> RunnerOptions:
     context = options.get("context_policy")
     if not isinstance(context, ContextPolicy):
         context = ContextPolicy.from_config(context)
+    artifacts = _artifact_service(options.get("artifact_svc"))
     return RunnerOptions(
         run_timeout_ms=_int(options.get("run_timeout"), "run_timeout", none=True, maximum=MAX_RUN_TIMEOUT_MS),
         max_llm_calls=_int(options.get("max_llm_calls", 32), "max_llm_calls"),
@@ -171,7 +177,30 @@ def runner_options(**options: Any) -> RunnerOptions:
         plugins=plugins if plugins is not None and plugins.plugins else None,
         observability=observability,
         span_attributes=attributes,
+        artifact_svc=artifacts,
     )
+
+
+def _artifact_service(service: Any) -> Any:
+    """``artifact_svc``: ``None``, or an artifact service (``put``, ``get``, ``list_names``, ``list_versions``,
+    ``delete``) that pickles, since the tools that use it run in worker processes."""
+    if service is None:
+        return None
+    if not all(callable(getattr(service, m, None)) for m in ("put", "get", "list_names", "list_versions", "delete")):
+        raise ConfigError(
+            "artifact_svc must be an artifact service", reason="invalid_value", details={"key": "artifact_svc"}
+        )
+    import pickle
+
+    try:
+        pickle.dumps(service)
+    except Exception:
+        raise ConfigError(
+            "artifact_svc must pickle (tools use it from worker processes): use FileArtifactService",
+            reason="artifact_service_not_shareable",
+            details={"key": "artifact_svc", "type": type(service).__name__},
+        ) from None
+    return service
 
 
 def _observability(value: Any) -> tuple[bool, dict[str, Any], tuple[Any, ...]]:
