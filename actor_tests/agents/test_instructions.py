@@ -39,10 +39,10 @@ def test_a_missing_key_fails_with_its_name_only() -> None:
         ("{api_key}", "secret_state_key"),
         ("{user:token}", "secret_state_key"),
         ("{app:client_secret}", "secret_state_key"),
-        ("see {artifact.reports/summary.txt}", "unsupported_placeholder"),
+        ("see {artifact.reports/../x.txt}", "invalid_artifact_placeholder"),
     ],
 )
-def test_secret_like_keys_and_artifact_placeholders_are_rejected_at_spawn(text: str, reason: str) -> None:
+def test_secret_like_keys_and_invalid_artifact_placeholders_are_rejected_at_spawn(text: str, reason: str) -> None:
     with pytest.raises(ConfigError) as info:
         check_template(text, "instructions")
     assert info.value.reason == reason

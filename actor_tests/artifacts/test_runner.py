@@ -14,7 +14,7 @@ import pytest
 from actor_tests.runner.conftest import read_events, unique
 from adk_actors import FunctionTool, Runner
 from adk_actors.artifacts import ArtifactScope, FileArtifactService, InMemoryArtifactService
-from adk_actors.errors import ConfigError
+from adk_actors.errors import AdkError, ConfigError
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.sessions.actor import ActorSessionService
 from adk_actors.tools import ToolContext
@@ -96,3 +96,32 @@ def test_a_service_that_cannot_reach_the_workers_is_refused_when_the_runner_is_b
     with pytest.raises(ConfigError) as wrong:
         runner_for(artifact_svc=object())
     assert wrong.value.reason == "invalid_value"
+
+
+def test_artifact_placeholders_fill_instructions_from_the_sessions_latest_text_artifact(
+    system: ActorSystemHandle, emu: Any, svc: ActorSessionService, spawn: Any, tmp_path: Path
+) -> None:
+    from actor_tests.agents.conftest import config_for
+
+    service = FileArtifactService(tmp_path / "artifacts", max_artifact_bytes=1024 * 1024)
+    emu.set_script({"rules": [{"when": {}, "respond": {"text": "ok"}}]})
+    name = unique("Briefed")
+    spawn(name, config_for(emu, instructions="Follow the brief: {artifact.brief.md}"), [])
+    runner = Runner(name, APP, svc, system=system, artifact_svc=service)
+    sid = unique("s")
+    scope = ArtifactScope.session(APP, USER, sid)
+    with pytest.raises(AdkError) as missing:
+        runner.run(USER, sid, "go")
+    assert missing.value.reason == "missing_artifact"
+    service.put(scope, "brief.md", b"old brief", mime_type="text/markdown")
+    service.put(scope, "brief.md", b"be terse", mime_type="text/markdown")
+    assert runner.run(USER, sid, "go") == "ok"
+    system_text = json.dumps(emu.requests[-1]["body"]["systemInstruction"])
+    assert "Follow the brief: be terse" in system_text and "old brief" not in system_text
+    service.put(scope, "brief.md", b"\x89PNG", mime_type="image/png")
+    with pytest.raises(AdkError) as binary:
+        runner.run(USER, sid, "go")
+    assert binary.value.reason == "artifact_not_text"
+    with pytest.raises(AdkError) as none:
+        Runner(name, APP, svc, system=system).run(USER, unique("s"), "go")
+    assert none.value.reason == "no_artifact_service"

@@ -299,7 +299,7 @@ class AgentActor(GenServer):
         export_spans(e.records)
 
     def _resolve(self, slot: _Slot, e: fx.ResolveInstructions) -> None:
-        self._job(slot, e.id, _RESOLVE, (e.local, e.global_, e.scope), e.deadline)
+        self._job(slot, e.id, _RESOLVE, (e.local, e.global_, e.scope, e.artifacts, e.artifact_names), e.deadline)
 
     def _call_agent(self, slot: _Slot, e: fx.CallAgent) -> None:
         self.call(e.target, e.request, e.deadline, self._back(slot, e.id))

@@ -2,10 +2,12 @@
 scoped state.
 
 Placeholders are checked when the agent is spawned: a secret-like key (``{api_key}``, ``{user:token}``) is
-rejected, and so is ``{artifact.name}`` (artifact placeholders need an artifact service, which agents do not have
-yet). Text that is not a placeholder (JSON examples such as ``{"a": 1}``) is left alone. Rendering replaces each
-placeholder with the state value (strings as they are, other values as canonical JSON); a missing key fails the
-turn with ``missing_state_key`` naming the key, never a value.
+rejected. ``{artifact.NAME}`` is filled with the text of the latest version of the session's artifact ``NAME``
+(read in a worker through the Runner's ``artifact_svc``; a text or JSON MIME type, UTF-8); without an artifact
+service the turn fails with ``no_artifact_service``, for a missing artifact with ``missing_artifact`` and for a
+binary one with ``artifact_not_text``. Text that is not a placeholder (JSON examples such as ``{"a": 1}``) is
+left alone. Rendering replaces each placeholder with the state value (strings as they are, other values as
+canonical JSON); a missing key fails the turn with ``missing_state_key`` naming the key, never a value.
 
 Dynamic providers (the reference's ``{dynamic, Module, Function}``): ``instructions`` / ``global_instruction`` may
 be a function ``provider(scope) -> str`` (an importable function goes by name, a closure by value). It runs in a
@@ -25,7 +27,14 @@ from adk_actors.content.canonical import canonical_dumps
 from adk_actors.errors import AgentError, ConfigError
 from adk_actors.secrets import is_secret_key
 
-__all__ = ["MAX_RENDERED_CHARS", "check_template", "render_template", "resolve_instructions", "template_keys"]
+__all__ = [
+    "MAX_RENDERED_CHARS",
+    "artifact_names",
+    "check_template",
+    "render_template",
+    "resolve_instructions",
+    "template_keys",
+]
 
 _PLACEHOLDER = re.compile(r"\{((?:(?:user|app|temp):)?[A-Za-z_][A-Za-z0-9_]*|artifact\.[^{}\s]+)\}")
 MAX_RENDERED_CHARS = 1_000_000
@@ -41,8 +50,8 @@ def check_template(text: Any, field_name: str) -> None:
     """Check a static instruction template at spawn time.
 
     Raises:
-        ConfigError: ``invalid_value`` (not a str), ``secret_state_key`` or ``unsupported_placeholder``
-            (``{artifact.*}``), with ``details["key"]`` naming the config key.
+        ConfigError: ``invalid_value`` (not a str), ``secret_state_key`` or ``invalid_artifact_placeholder``, with
+            ``details["key"]`` naming the config key.
     """
     if text is None:
         return
@@ -50,11 +59,17 @@ def check_template(text: Any, field_name: str) -> None:
         raise ConfigError("instructions are str templates", reason="invalid_value", details={"key": field_name})
     for key in template_keys(text):
         if key.startswith("artifact."):
-            raise ConfigError(
-                "artifact placeholders need an artifact service, which agents do not have",
-                reason="unsupported_placeholder",
-                details={"key": field_name, "placeholder": "artifact"},
-            )
+            from adk_actors.errors import ValidationError
+
+            try:
+                _check_artifact_name(key[len("artifact.") :])
+            except ValidationError:
+                raise ConfigError(
+                    "an artifact placeholder names an invalid artifact",
+                    reason="invalid_artifact_placeholder",
+                    details={"key": field_name},
+                ) from None
+            continue
         if is_secret_key(key.partition(":")[2] or key):
             raise ConfigError(
                 "instruction placeholders cannot read secret-like state keys",
@@ -63,14 +78,61 @@ def check_template(text: Any, field_name: str) -> None:
             )
 
 
-def resolve_instructions(local: Any, global_: Any, scope: dict[str, Any]) -> dict[str, Any]:
-    """Run the dynamic instruction providers of one turn (in a worker).
+def _check_artifact_name(name: str) -> None:
+    from adk_actors.artifacts.base import check_artifact_name
+
+    check_artifact_name(name)
+
+
+def artifact_names(*templates: Any) -> tuple[str, ...]:
+    """The artifact names the ``{artifact.NAME}`` placeholders of ``templates`` (``str`` ones) read, in order."""
+    names: list[str] = []
+    for text in templates:
+        if isinstance(text, str):
+            for key in template_keys(text):
+                if key.startswith("artifact.") and key[len("artifact.") :] not in names:
+                    names.append(key[len("artifact.") :])
+    return tuple(names)
+
+
+_TEXT_TYPES = ("application/json",)
+
+
+def _artifact_texts(access: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    from adk_actors.errors import AdkError
+
+    texts: dict[str, str] = {}
+    for name in names:
+        try:
+            artifact = access.load("session", name, None)
+        except AdkError as err:
+            reason = "missing_artifact" if err.reason == "artifact_not_found" else err.reason
+            return {"error": reason, "key": "artifact." + name[:128]}
+        if not (artifact.mime_type.startswith("text/") or artifact.mime_type in _TEXT_TYPES):
+            return {"error": "artifact_not_text", "key": "artifact." + name[:128]}
+        try:
+            texts["artifact." + name] = artifact.data.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"error": "artifact_not_text", "key": "artifact." + name[:128]}
+    return {"artifacts": texts}
+
+
+def resolve_instructions(
+    local: Any, global_: Any, scope: dict[str, Any], artifacts: Any = None, names: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Run the dynamic instruction providers of one turn, and read the artifacts its placeholders name (in a
+    worker).
 
     Returns:
-        ``{"instructions": str, "global_instruction": str}`` (only the keys that have a provider), or
-        ``{"error": reason, "key": ..., "type": ...}``.
+        ``{"instructions": str, "global_instruction": str, "artifacts": {"artifact.NAME": text}}`` (only the keys
+        that apply), or ``{"error": reason, "key": ..., "type": ...}``.
     """
     out: dict[str, Any] = {}
+    if names:
+        read = _artifact_texts(artifacts, names)
+        if "error" in read:
+            return read
+        out.update(read)
     for key, ref in (("instructions", local), ("global_instruction", global_)):
         if ref is None:
             continue

@@ -421,7 +421,7 @@ def build_spec(
         AgentError: ``invalid_agent_name``, ``reserved_agent_name``, ``alias_mismatch``, ``self_reference``.
         ConfigError: ``unknown_key`` / ``invalid_value`` (agent keys or the provider's), ``invalid_callback``,
             ``session_backend_required`` (``session_id`` without a shared store),
-            ``secret_state_key`` / ``unsupported_placeholder`` (instruction templates).
+            ``secret_state_key`` / ``invalid_artifact_placeholder`` (instruction templates).
         ToolError: ``duplicate_tool_name``, ``invalid_tool``, ``invalid_tool_name``, ``unpicklable_callable``.
         SchemaError: an invalid tool, input or output schema (``details["key"]`` / ``details["tool"]``).
     """

@@ -138,6 +138,10 @@ class ResolveInstructions:
     global_: Any
     scope: dict[str, Any] = field(repr=False)
     deadline: float
+    artifacts: Any = None
+    """The session-bound artifact access the ``{artifact.NAME}`` placeholders are read through."""
+    artifact_names: tuple[str, ...] = ()
+    """The artifact names the templates' placeholders name (their latest versions are read)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -43,7 +43,7 @@ from functools import partial
 from typing import Any
 
 from adk_actors.agents.context import check_request_envelope, history_from_events
-from adk_actors.agents.instructions import render_template
+from adk_actors.agents.instructions import artifact_names, render_template
 from adk_actors.agents.messages import Delegated, Invoke, PromptOutcome, RunnerTurn, TurnEvent, TurnResult
 from adk_actors.agents.spec import AgentSpec, ToolSpec, compile_spec_catalog
 from adk_actors.agents.toolexec import ACTIONS_KEY, CONFIRMATION_REASON, STATE_DELTA_KEY
@@ -591,6 +591,17 @@ class Turn:
         timeout = self.spec.call_timeout_ms
         return self.clock() + (_AFTERWORK_S if timeout is None else timeout / 1000.0)
 
+    def _artifact_access(self) -> Any:
+        """The Runner's artifact service bound to this invocation's session, or ``None``."""
+        if self.session is None or self.session.request.options.artifact_svc is None:
+            return None
+        from adk_actors.artifacts.access import ArtifactAccess
+
+        ids = self.scope
+        return ArtifactAccess(
+            self.session.request.options.artifact_svc, ids["app_name"], ids["user_id"], ids["session_id"]
+        )
+
     def _context(self, span: Any = None) -> dict[str, Any]:
         """A tool call's context (``ToolContext`` fields); ``span``: the call's own span, the trace it continues."""
         context: dict[str, Any] = {
@@ -600,13 +611,8 @@ class Turn:
             "state": self.state,
             "ancestry": (*self.ancestry, self.spec.name),
         }
-        if self.session is not None and self.session.request.options.artifact_svc is not None:
-            from adk_actors.artifacts.access import ArtifactAccess
-
-            ids = self.scope
-            access = ArtifactAccess(
-                self.session.request.options.artifact_svc, ids["app_name"], ids["user_id"], ids["session_id"]
-            )
+        access = self._artifact_access()
+        if access is not None:
             context["artifacts"] = access
         trace = self.open_spans[span].context.traceparent if span in self.open_spans else self.trace
         if trace:
@@ -1135,7 +1141,18 @@ class Turn:
     def _resolve_instructions(self) -> None:
         """Render or resolve the turn's instructions, then go on with ``after_config`` (or the model)."""
         local, global_ = self._instruction_sources()
-        if not isinstance(local, CallableRef) and not isinstance(global_, CallableRef):
+        names = artifact_names(local, global_)
+        access = self._artifact_access() if names else None
+        if names and access is None:
+            self._finish(
+                None,
+                AgentError(
+                    "the instructions read artifacts, and this invocation has no artifact service",
+                    reason="no_artifact_service",
+                ),
+            )
+            return
+        if not isinstance(local, CallableRef) and not isinstance(global_, CallableRef) and not names:
             self._configured({})
             return
         deadline = self._bounded()
@@ -1147,7 +1164,8 @@ class Turn:
             if "error" in answer:
                 details = {k: v for k, v in answer.items() if k in ("key", "type")}
                 self._finish(
-                    None, AgentError("the instruction provider failed", reason=str(answer["error"]), details=details)
+                    None,
+                    AgentError("the instructions could not be resolved", reason=str(answer["error"]), details=details),
                 )
                 return
             self._configured(value)
@@ -1160,6 +1178,8 @@ class Turn:
                 global_=global_ if isinstance(global_, CallableRef) else None,
                 scope=scope,
                 deadline=deadline,
+                artifacts=access,
+                artifact_names=names,
             )
         )
 
@@ -1172,7 +1192,8 @@ class Turn:
                 if isinstance(source, CallableRef):
                     config[key] = resolved.get(key, "")
                 elif isinstance(source, str) and source:
-                    config[key] = render_template(source, self.state)
+                    texts = resolved.get("artifacts") or {}
+                    config[key] = render_template(source, {**self.state, **texts} if texts else self.state)
                 else:
                     config.pop(key, None)
         except AdkError as err:
