@@ -92,7 +92,7 @@ def test_a_service_that_cannot_reach_the_workers_is_refused_when_the_runner_is_b
 ) -> None:
     with pytest.raises(ConfigError) as refused:
         runner_for(artifact_svc=InMemoryArtifactService())
-    assert refused.value.reason == "artifact_service_not_shareable"
+    assert refused.value.reason == "service_not_shareable"
     with pytest.raises(ConfigError) as wrong:
         runner_for(artifact_svc=object())
     assert wrong.value.reason == "invalid_value"

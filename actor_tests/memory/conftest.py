@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from actor_tests.runner.conftest import agent_factory, emu, spawn, svc  # noqa: F401 - the Runner tests' fixtures
 from actor_tests.sessions.conftest import sql_urls
 from adk_actors.memory import BaseMemoryService, InMemoryMemoryService, SqlMemoryService
 

@@ -97,6 +97,7 @@ def test_tool_context_has_reference_fields_and_no_service_handles() -> None:
         "ancestry",
         "traceparent",  # correlation for the tool's outbound requests, not a service handle
         "artifacts",  # the artifact service bound to the Runner's session: no other scope is reachable through it
+        "memory",  # the memory service bound to the Runner's app and user, the same way
     }
     context = ToolContext(invocation_id="i", agent_name="A", function_call_id="c")
     assert context.call_id == "c"  # the reference's name beside ours

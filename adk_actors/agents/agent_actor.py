@@ -299,7 +299,9 @@ class AgentActor(GenServer):
         export_spans(e.records)
 
     def _resolve(self, slot: _Slot, e: fx.ResolveInstructions) -> None:
-        self._job(slot, e.id, _RESOLVE, (e.local, e.global_, e.scope, e.artifacts, e.artifact_names), e.deadline)
+        memory = (e.memory, e.memory_query, e.memory_spec) if e.memory is not None else None
+        args = (e.local, e.global_, e.scope, e.artifacts, e.artifact_names, memory)
+        self._job(slot, e.id, _RESOLVE, args, e.deadline)
 
     def _call_agent(self, slot: _Slot, e: fx.CallAgent) -> None:
         self.call(e.target, e.request, e.deadline, self._back(slot, e.id))

@@ -117,17 +117,43 @@ def _artifact_texts(access: Any, names: tuple[str, ...]) -> dict[str, Any]:
     return {"artifacts": texts}
 
 
+def _preload(memory: tuple[Any, str, dict[str, Any]]) -> dict[str, Any]:
+    """The Runner's memory preload: ``{"memory": block}`` (``""`` without hits), or an error when it failed and
+    the Runner says ``on_error: fail``."""
+    from adk_actors.errors import AdkError
+    from adk_actors.memory.access import preload_block
+
+    access, query, spec = memory
+    try:
+        hits = access.search(query, limit=spec["limit"], filter=spec["filter"], max_hit_bytes=spec["max_hit_bytes"])
+    except AdkError as err:
+        if spec["on_error"] == "skip":
+            return {"memory": ""}
+        return {"error": "memory_retrieval_failed", "type": err.reason[:128]}
+    return {"memory": preload_block(hits, spec["max_total_bytes"])}
+
+
 def resolve_instructions(
-    local: Any, global_: Any, scope: dict[str, Any], artifacts: Any = None, names: tuple[str, ...] = ()
+    local: Any,
+    global_: Any,
+    scope: dict[str, Any],
+    artifacts: Any = None,
+    names: tuple[str, ...] = (),
+    memory: tuple[Any, str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Run the dynamic instruction providers of one turn, and read the artifacts its placeholders name (in a
-    worker).
+    """Run the dynamic instruction providers of one turn, read the artifacts its placeholders name and run the
+    Runner's memory preload (in a worker).
 
     Returns:
-        ``{"instructions": str, "global_instruction": str, "artifacts": {"artifact.NAME": text}}`` (only the keys
-        that apply), or ``{"error": reason, "key": ..., "type": ...}``.
+        ``{"instructions": str, "global_instruction": str, "artifacts": {"artifact.NAME": text}, "memory": block}``
+        (only the keys that apply), or ``{"error": reason, "key": ..., "type": ...}``.
     """
     out: dict[str, Any] = {}
+    if memory is not None:
+        preloaded = _preload(memory)
+        if "error" in preloaded:
+            return preloaded
+        out.update(preloaded)
     if names:
         read = _artifact_texts(artifacts, names)
         if "error" in read:

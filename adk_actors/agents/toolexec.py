@@ -92,7 +92,7 @@ def execute_tool(
                 "the tool needs confirmation, which needs a runner", reason=CONFIRMATION_REASON
             )
             return failed_function_response(name, call_id, error).to_dict()
-        private = ("state", "ancestry", "artifacts")
+        private = ("state", "ancestry", "artifacts", "memory")
         view = {**{k: v for k, v in context.items() if k not in private}, "function_call_id": call_id}
         if callbacks:
             decision = run_hook(callbacks, "before_tool", [name, copy_json(args)[0], dict(view)])

@@ -214,6 +214,9 @@ class ToolContext:
     traceparent: str = ""
     """The W3C ``traceparent`` of the span this call belongs to (``""``: none): put it on the tool's outbound
     requests (``adk_actors.observability.inject_headers``) to continue the trace. Correlation, never authorization."""
+    memory: Any = dataclasses.field(default=None, repr=False)
+    """The Runner's memory service bound to this app and user (an ``adk_actors.memory.access.MemoryAccess``),
+    used through :meth:`search_memory`; ``None`` without one."""
     artifacts: Any = dataclasses.field(default=None, repr=False)
     """The Runner's artifact service bound to this session (an ``adk_actors.artifacts.access.ArtifactAccess``),
     used through :meth:`save_artifact` and the other artifact methods; ``None`` without one."""
@@ -265,7 +268,21 @@ class ToolContext:
             actions=ToolActions(),
             ancestry=(),
             artifacts=None,
+            memory=None,
         )
+
+    # ---- memory (docs/MEMORY.md) ---------------------------------------------------------------------------------
+    def search_memory(self, query: str, *, limit: int = 5, filter: Mapping[str, Any] | None = None) -> list[Any]:
+        """The user's long-term memory entries best matching ``query`` (public views: ``id``, ``content``,
+        ``score``, ``rank``, ``timestamp``).
+
+        Raises:
+            ToolError: ``no_memory_service``; ValidationError: the service's input reasons.
+        """
+        if self.memory is None:
+            raise ToolError("no memory service here (a Runner's memory_svc)", reason="no_memory_service")
+        hits: list[Any] = self.memory.search(query, limit=limit, filter=filter)
+        return hits
 
     # ---- artifacts (docs/ARTIFACTS.md) ------------------------------------------------------------------------
     def _artifacts(self) -> Any:

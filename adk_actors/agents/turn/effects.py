@@ -142,6 +142,10 @@ class ResolveInstructions:
     """The session-bound artifact access the ``{artifact.NAME}`` placeholders are read through."""
     artifact_names: tuple[str, ...] = ()
     """The artifact names the templates' placeholders name (their latest versions are read)."""
+    memory: Any = None
+    """The app- and user-bound memory access the Runner's preload retrieval searches, or ``None``."""
+    memory_query: str = field(default="", repr=False)
+    memory_spec: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

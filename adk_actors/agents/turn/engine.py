@@ -390,6 +390,8 @@ class Turn:
         self.plan = plan
         self.spec = plan.spec
         self.input = input
+        self.memory_block = ""
+        """The Runner's memory preload for this invocation (reference data for its model calls only)."""
         self.scope: dict[str, str] = dict(scope or {})
         self.conversation = conversation
         self.session = _Session(runner) if runner is not None else None
@@ -591,6 +593,27 @@ class Turn:
         timeout = self.spec.call_timeout_ms
         return self.clock() + (_AFTERWORK_S if timeout is None else timeout / 1000.0)
 
+    def _memory_preload(self) -> tuple[Any, str, dict[str, Any] | None]:
+        """``(access, query, spec)`` of the Runner's memory preload for this invocation's input, or ``(None, "",
+        None)`` (no retrieval configured, a resume, or no text to search with)."""
+        session = self.session
+        if session is None or session.request.resume is not None:
+            return None, "", None
+        spec = session.request.options.memory_retrieval
+        access = self._memory_access()
+        query = _text_of(self.input)[:1024].strip()
+        if spec is None or access is None or not query:
+            return None, "", None
+        return access, query, spec
+
+    def _memory_access(self) -> Any:
+        """The Runner's memory service bound to this invocation's app and user, or ``None``."""
+        if self.session is None or self.session.request.options.memory_svc is None:
+            return None
+        from adk_actors.memory.access import MemoryAccess
+
+        return MemoryAccess(self.session.request.options.memory_svc, self.scope["app_name"], self.scope["user_id"])
+
     def _artifact_access(self) -> Any:
         """The Runner's artifact service bound to this invocation's session, or ``None``."""
         if self.session is None or self.session.request.options.artifact_svc is None:
@@ -614,6 +637,9 @@ class Turn:
         access = self._artifact_access()
         if access is not None:
             context["artifacts"] = access
+        memory = self._memory_access()
+        if memory is not None:
+            context["memory"] = memory
         trace = self.open_spans[span].context.traceparent if span in self.open_spans else self.trace
         if trace:
             context["traceparent"] = trace
@@ -1152,7 +1178,8 @@ class Turn:
                 ),
             )
             return
-        if not isinstance(local, CallableRef) and not isinstance(global_, CallableRef) and not names:
+        memory, query, spec = self._memory_preload()
+        if not isinstance(local, CallableRef) and not isinstance(global_, CallableRef) and not names and not memory:
             self._configured({})
             return
         deadline = self._bounded()
@@ -1180,6 +1207,9 @@ class Turn:
                 deadline=deadline,
                 artifacts=access,
                 artifact_names=names,
+                memory=memory,
+                memory_query=query,
+                memory_spec=spec,
             )
         )
 
@@ -1187,6 +1217,8 @@ class Turn:
         """The provider config of this turn: templates rendered against the invocation's state, providers' texts
         (``resolved``) used as they are."""
         config = dict(self.spec.model_config)
+        if "memory" in resolved:
+            self.memory_block = str(resolved["memory"])
         try:
             for key, source in zip(("instructions", "global_instruction"), self._instruction_sources(), strict=True):
                 if isinstance(source, CallableRef):
@@ -1307,6 +1339,8 @@ class Turn:
             {"bytes": envelope["bytes"], "tokens_estimate": envelope["tokens_estimate"]},
             fingerprint=envelope["fingerprint"],
         )
+        if self.memory_block:
+            history = _with_reference(history, self.memory_block)
         self.history = history
         return True
 
@@ -2204,3 +2238,35 @@ class Turn:
     def _answer(self, value: Any, error: AdkError | None) -> None:
         self.answered = True
         self._out.append(Reply(value=value) if error is None else Fail(error=error))
+
+
+def _text_of(value: Any) -> str:
+    """The text of an input (a ``str``, or content's text parts)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        parts = value.get("parts")
+        if isinstance(parts, list):
+            return " ".join(str(p.get("text", "")) for p in parts if isinstance(p, Mapping) and p.get("type") == "text")
+    return ""
+
+
+def _with_reference(history: list[dict[str, Any]], block: str) -> list[dict[str, Any]]:
+    """``history`` with the memory preload as its own user-role entry just before the latest user input (this
+    request only: nothing is stored)."""
+    index = len(history)
+    for i in range(len(history) - 1, -1, -1):
+        entry = history[i]
+        if entry.get("role") == "user" and not _is_tool_response(entry.get("content")):
+            index = i
+            break
+    return [*history[:index], {"role": "user", "content": block}, *history[index:]]
+
+
+def _is_tool_response(content: Any) -> bool:
+    if not isinstance(content, Mapping):
+        return False
+    parts = content.get("parts")
+    return isinstance(parts, list) and any(
+        isinstance(p, Mapping) and p.get("type") == "function_response" for p in parts
+    )

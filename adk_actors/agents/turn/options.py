@@ -59,6 +59,11 @@ class RunnerOptions:
     artifact_svc: Any = None
     """The artifact service tools reach through their context (``tool_context.save_artifact`` ...), or ``None``;
     it travels to the tools' worker processes, so it must pickle (``FileArtifactService`` does)."""
+    memory_svc: Any = None
+    """The memory service ``tool_context.search_memory`` (the ``load_memory`` tool) and ``memory_retrieval``
+    search, or ``None``; it must pickle (``SqlMemoryService`` does)."""
+    memory_retrieval: dict[str, Any] | None = None
+    """Preload: ``{"limit", "filter", "max_hit_bytes", "max_total_bytes", "on_error"}`` (validated), or ``None``."""
 
 
 def _int(value: Any, key: str, *, minimum: int = 1, maximum: int | None = None, none: bool = False) -> Any:
@@ -96,7 +101,8 @@ def runner_options(**options: Any) -> RunnerOptions:
     :class:`~adk_actors.agents.context.ContextPolicy`), ``admission_control`` (``{"overflow", "queue_timeout"}``),
     ``runtime_policy`` (see :class:`~adk_actors.policy.RuntimePolicy`), ``plugins`` (plugin descriptors, see
     docs/PLUGINS.md), ``observability`` (``"disabled"`` or ``{"attributes": {...}}``, see docs/OBSERVABILITY.md),
-    ``artifact_svc`` (an artifact service that pickles, see docs/ARTIFACTS.md).
+    ``artifact_svc`` (an artifact service that pickles, see docs/ARTIFACTS.md), ``memory_svc`` and
+    ``memory_retrieval`` (see docs/MEMORY.md).
 
     Raises:
         ConfigError: ``unknown_key`` or ``invalid_value`` with ``details["key"]``; ``context_compress_unsupported``;
@@ -115,6 +121,8 @@ def runner_options(**options: Any) -> RunnerOptions:
         "plugins",
         "observability",
         "artifact_svc",
+        "memory_svc",
+        "memory_retrieval",
     }
     unknown = sorted(k for k in options if k not in known)
     if unknown:
@@ -155,7 +163,9 @@ def runner_options(**options: Any) -> RunnerOptions:
     context = options.get("context_policy")
     if not isinstance(context, ContextPolicy):
         context = ContextPolicy.from_config(context)
-    artifacts = _artifact_service(options.get("artifact_svc"))
+    artifacts = _shareable(options.get("artifact_svc"), "artifact_svc", _ARTIFACT_METHODS, "FileArtifactService")
+    memory = _shareable(options.get("memory_svc"), "memory_svc", _MEMORY_METHODS, "SqlMemoryService")
+    retrieval = _retrieval(options.get("memory_retrieval"), memory)
     return RunnerOptions(
         run_timeout_ms=_int(options.get("run_timeout"), "run_timeout", none=True, maximum=MAX_RUN_TIMEOUT_MS),
         max_llm_calls=_int(options.get("max_llm_calls", 32), "max_llm_calls"),
@@ -178,29 +188,62 @@ def runner_options(**options: Any) -> RunnerOptions:
         observability=observability,
         span_attributes=attributes,
         artifact_svc=artifacts,
+        memory_svc=memory,
+        memory_retrieval=retrieval,
     )
 
 
-def _artifact_service(service: Any) -> Any:
-    """``artifact_svc``: ``None``, or an artifact service (``put``, ``get``, ``list_names``, ``list_versions``,
-    ``delete``) that pickles, since the tools that use it run in worker processes."""
+_ARTIFACT_METHODS = ("put", "get", "list_names", "list_versions", "delete")
+_MEMORY_METHODS = ("add", "search", "get", "delete_entry", "erase_session", "erase_user")
+_RETRIEVAL_KEYS = frozenset({"limit", "filter", "max_hit_bytes", "max_total_bytes", "on_error"})
+
+
+def _shareable(service: Any, key: str, methods: tuple[str, ...], example: str) -> Any:
+    """A service option: ``None``, or an object with ``methods`` that pickles, since the tools and jobs that use it
+    run in worker processes."""
     if service is None:
         return None
-    if not all(callable(getattr(service, m, None)) for m in ("put", "get", "list_names", "list_versions", "delete")):
-        raise ConfigError(
-            "artifact_svc must be an artifact service", reason="invalid_value", details={"key": "artifact_svc"}
-        )
+    if not all(callable(getattr(service, m, None)) for m in methods):
+        raise ConfigError(f"{key} is not a service of the expected kind", reason="invalid_value", details={"key": key})
     import pickle
 
     try:
         pickle.dumps(service)
     except Exception:
         raise ConfigError(
-            "artifact_svc must pickle (tools use it from worker processes): use FileArtifactService",
-            reason="artifact_service_not_shareable",
-            details={"key": "artifact_svc", "type": type(service).__name__},
+            f"{key} must pickle (tools and jobs use it from worker processes): use {example}",
+            reason="service_not_shareable",
+            details={"key": key, "type": type(service).__name__},
         ) from None
     return service
+
+
+def _retrieval(value: Any, memory: Any) -> dict[str, Any] | None:
+    """``memory_retrieval``, checked: it needs ``memory_svc``."""
+    if value is None:
+        return None
+    spec = dict(_strict(value, "memory_retrieval", _RETRIEVAL_KEYS))
+    if memory is None:
+        raise ConfigError(
+            "memory_retrieval needs memory_svc", reason="invalid_value", details={"key": "memory_retrieval"}
+        )
+    filter_ = spec.get("filter") or {}
+    if not isinstance(filter_, Mapping):
+        raise ConfigError("memory_retrieval.filter is a map", reason="invalid_value", details={"key": "filter"})
+    on_error = spec.get("on_error", "fail")
+    if on_error not in ("fail", "skip"):
+        raise ConfigError(
+            "memory_retrieval.on_error is fail or skip", reason="invalid_value", details={"key": "on_error"}
+        )
+    return {
+        "limit": _int(spec.get("limit", 5), "memory_retrieval.limit", maximum=100),
+        "filter": dict(filter_),
+        "max_hit_bytes": _int(spec.get("max_hit_bytes", 16384), "memory_retrieval.max_hit_bytes", maximum=1 << 20),
+        "max_total_bytes": _int(
+            spec.get("max_total_bytes", 65536), "memory_retrieval.max_total_bytes", maximum=1 << 22
+        ),
+        "on_error": on_error,
+    }
 
 
 def _observability(value: Any) -> tuple[bool, dict[str, Any], tuple[Any, ...]]:
