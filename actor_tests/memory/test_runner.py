@@ -107,3 +107,38 @@ def test_options_are_checked_and_without_a_service_the_tool_fails_closed(runner_
     assert alone.value.reason == "invalid_value"
     answer = runner_for().run(USER, unique("s"), "please recall")
     assert answer == "Tool said: reason: no_memory_service, type: ToolError"
+
+
+def test_on_success_ingestion_adds_the_input_and_answer_idempotently_without_waiting(
+    runner_for: Callable[..., Runner], tmp_path: Path
+) -> None:
+    import time
+
+    from adk_actors.memory.access import MemoryAccess, ingest_events
+
+    service = SqlMemoryService(f"sqlite:///{tmp_path / 'ingest.db'}")
+    scope = MemoryScope(app=APP, user=USER)
+    runner = runner_for(memory_svc=service, memory_ingestion="on_success")
+    sid = unique("s")
+    assert runner.run(USER, sid, "what is new today?") == "plain answer"
+    deadline = time.monotonic() + 20
+    while service.count(scope) < 2:  # the job runs after the answer was returned: wait for its effect
+        assert time.monotonic() < deadline, "the invocation was ingested"
+    hits = service.search(scope, "new today plain answer", limit=10)
+    by_author = {h.entry.provenance.author: h.entry for h in hits if h.entry.provenance is not None}
+    assert by_author.pop("user").content == "what is new today?"
+    [(agent, answer)] = by_author.items()
+    assert agent.startswith("Rememberer") and answer.content == "plain answer"
+    assert {h.entry.provenance.session_id for h in hits if h.entry.provenance} == {sid}
+    # The same batch again (a retried job) adds nothing: idempotency by session and event id.
+    items = [
+        {"event_id": e.provenance.event_id, "author": e.provenance.author, "text": e.content}
+        for e in (h.entry for h in hits)
+        if e.provenance is not None and e.provenance.event_id
+    ]
+    ingest_events(MemoryAccess(service, APP, USER), sid, items)
+    assert service.count(scope) == 2
+    with pytest.raises(ConfigError) as durable:
+        runner_for(memory_svc=service, memory_ingestion={"mode": "durable", "adapter_id": "x"})
+    assert durable.value.reason == "durable_ingestion_unavailable"
+    service.close()

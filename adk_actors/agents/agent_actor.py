@@ -72,6 +72,7 @@ _CHECK_GATE = CallableRef.by_name("adk_actors.agents.toolexec.check_gate")
 _RUN_HOOK = CallableRef.by_name("adk_actors.agents.callbacks.run_hook")
 _RESOLVE = CallableRef.by_name("adk_actors.agents.instructions.resolve_instructions")
 _RUN_PLUGIN = CallableRef.by_name("adk_actors.plugins.hooks.run_plugin_hook")
+_INGEST = CallableRef.by_name("adk_actors.memory.access.ingest_events")
 _COMPAT_QUEUE = "prompt"
 _TELEMETRY_BATCH_S = 0.02
 
@@ -303,6 +304,13 @@ class AgentActor(GenServer):
         args = (e.local, e.global_, e.scope, e.artifacts, e.artifact_names, memory)
         self._job(slot, e.id, _RESOLVE, args, e.deadline)
 
+    def _ingest(self, slot: _Slot, e: fx.Ingest) -> None:
+        def done(value: Any, error: AdkError | None) -> None:
+            if error is not None:
+                self.log.warning("memory ingestion failed", reason=error.reason, session_id=e.session_id)
+
+        self.run_job(_INGEST, (e.memory, e.session_id, list(e.items)), e.deadline, done)
+
     def _call_agent(self, slot: _Slot, e: fx.CallAgent) -> None:
         self.call(e.target, e.request, e.deadline, self._back(slot, e.id))
 
@@ -387,6 +395,7 @@ _EXECUTORS: dict[type, Callable[[AgentActor, _Slot, Any], None]] = {
     fx.CheckGate: AgentActor._check_gate,
     fx.RunHook: AgentActor._run_hook,
     fx.ResolveInstructions: AgentActor._resolve,
+    fx.Ingest: AgentActor._ingest,
     fx.RunPlugin: AgentActor._run_plugin,
     fx.Spans: AgentActor._spans,
     fx.CallAgent: AgentActor._call_agent,

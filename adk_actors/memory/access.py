@@ -16,7 +16,7 @@ from typing import Any
 
 from adk_actors.memory.base import MemoryScope
 
-__all__ = ["MemoryAccess", "load_memory_tool", "preload_block"]
+__all__ = ["MemoryAccess", "ingest_events", "load_memory_tool", "preload_block"]
 
 MAX_TOOL_RESULTS = 20
 PRELOAD_HEADER = (
@@ -50,6 +50,29 @@ class MemoryAccess:
             }
             for hit in hits
         ]
+
+
+def ingest_events(access: MemoryAccess, session_id: str, items: list[dict[str, str]]) -> int:
+    """Add one invocation's texts to the user's memory, idempotently (a worker job nobody waits for).
+
+    ``items`` are ``{"event_id", "author", "text"}`` of the invocation's user input and final answer, already
+    scrubbed of configured secret values; each entry's idempotency key is ``<session_id>:<event_id>``, so a repeated
+    batch adds nothing. Returns how many entries the batch holds.
+    """
+    from adk_actors.memory.base import MemoryProvenance, NewMemory
+
+    batch = [
+        NewMemory(
+            content=item["text"],
+            provenance=MemoryProvenance(session_id=session_id, event_id=item["event_id"], author=item["author"]),
+            idempotency_key=f"{session_id}:{item['event_id']}",
+        )
+        for item in items
+    ]
+    if not batch:
+        return 0
+    access._service.add_batch(MemoryScope(app=access.app, user=access.user), batch)
+    return len(batch)
 
 
 def _cut(text: str, max_bytes: int) -> str:

@@ -425,6 +425,10 @@ class _Driver:
             self._result(agent, effect)
         elif isinstance(effect, fx.Spans):
             self.spans.extend(effect.records)
+        elif isinstance(effect, fx.Ingest):  # memory ingestion: fire and forget, run here at once
+            from adk_actors.memory.access import ingest_events
+
+            _job(ingest_events, effect.memory, effect.session_id, list(effect.items))
         elif not isinstance(effect, fx.ReleasePermit):
             result = self._result(agent, effect)
             deadline = getattr(effect, "deadline", float("inf"))
@@ -443,7 +447,8 @@ class _Driver:
         if isinstance(e, fx.RunHook):
             return _job(run_hook, list(e.callbacks), e.hook, e.args)
         if isinstance(e, fx.ResolveInstructions):
-            return _job(resolve_instructions, e.local, e.global_, e.scope)
+            memory = (e.memory, e.memory_query, e.memory_spec) if e.memory is not None else None
+            return _job(resolve_instructions, e.local, e.global_, e.scope, e.artifacts, e.artifact_names, memory)
         if isinstance(e, fx.RunPlugin):
             if e.instance is not None:
                 raise ConfigError(

@@ -26,6 +26,7 @@ __all__ = [
     "CheckGate",
     "Effect",
     "Fail",
+    "Ingest",
     "LoadConversation",
     "Log",
     "Notify",
@@ -146,6 +147,17 @@ class ResolveInstructions:
     """The app- and user-bound memory access the Runner's preload retrieval searches, or ``None``."""
     memory_query: str = field(default="", repr=False)
     memory_spec: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ingest:
+    """Add an invocation's texts to the user's memory (``memory_ingestion="on_success"``): a worker job nobody
+    waits for; its outcome is only logged."""
+
+    memory: Any
+    session_id: str
+    items: tuple[dict[str, str], ...] = field(repr=False)
+    deadline: float
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -276,6 +288,7 @@ Effect: TypeAlias = (
     | RunHook
     | RunPlugin
     | ResolveInstructions
+    | Ingest
     | CallAgent
     | CallRemoteTool
     | AcquirePermit

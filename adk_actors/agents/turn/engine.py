@@ -56,6 +56,7 @@ from adk_actors.agents.turn.effects import (
     CheckGate,
     Effect,
     Fail,
+    Ingest,
     LoadConversation,
     Log,
     Notify,
@@ -112,7 +113,7 @@ from adk_actors.plugins.pipeline import interpret
 from adk_actors.policy import Decision
 from adk_actors.runtime.callables import CallableRef
 from adk_actors.schema import compile_schema
-from adk_actors.secrets import prune_secrets
+from adk_actors.secrets import prune_secrets, scrub_text
 from adk_actors.sessions.messages import SessionOp
 from adk_actors.sessions.model import SessionRef
 from adk_actors.telemetry import TelemetryEvent
@@ -1592,7 +1593,36 @@ class Turn:
         except AdkError as err:
             self._finish(None, err)
             return
-        self._persist(final, lambda: self._finish(TurnResult(kind="completed", output=output), None), boundary=True)
+
+        def persisted() -> None:
+            self._ingest()
+            self._finish(TurnResult(kind="completed", output=output), None)
+
+        self._persist(final, persisted, boundary=True)
+
+    def _ingest(self) -> None:
+        """``memory_ingestion="on_success"``: hand the invocation's input and answer (their text, scrubbed of
+        configured secret values) to a worker job that adds them to the user's memory; nobody waits for it."""
+        session = self._runner
+        if session.request.options.memory_ingestion != "on_success":
+            return
+        access = self._memory_access()
+        if access is None:
+            return
+        items = []
+        for event in session.events:
+            if event.invocation_id != self.invocation_id or event.partial or event.content is None:
+                continue
+            if event.author != "user" and not event.is_final:
+                continue
+            text = scrub_text(_text_of(event.content.to_dict()))
+            if text.strip():
+                items.append({"event_id": event.id, "author": event.author, "text": text[:65536]})
+        if items:
+            deadline = self.clock() + 60.0
+            self._out.append(
+                Ingest(memory=access, session_id=self.scope["session_id"], items=tuple(items), deadline=deadline)
+            )
 
     def _output(self, response: ModelResponse) -> Any:
         spec = self.spec

@@ -64,6 +64,9 @@ class RunnerOptions:
     search, or ``None``; it must pickle (``SqlMemoryService`` does)."""
     memory_retrieval: dict[str, Any] | None = None
     """Preload: ``{"limit", "filter", "max_hit_bytes", "max_total_bytes", "on_error"}`` (validated), or ``None``."""
+    memory_ingestion: str | None = None
+    """``"on_success"``: after the final event, the invocation's input and answer are added to the user's memory
+    (idempotently, without waiting); ``None``: nothing is ingested."""
 
 
 def _int(value: Any, key: str, *, minimum: int = 1, maximum: int | None = None, none: bool = False) -> Any:
@@ -123,6 +126,7 @@ def runner_options(**options: Any) -> RunnerOptions:
         "artifact_svc",
         "memory_svc",
         "memory_retrieval",
+        "memory_ingestion",
     }
     unknown = sorted(k for k in options if k not in known)
     if unknown:
@@ -166,6 +170,7 @@ def runner_options(**options: Any) -> RunnerOptions:
     artifacts = _shareable(options.get("artifact_svc"), "artifact_svc", _ARTIFACT_METHODS, "FileArtifactService")
     memory = _shareable(options.get("memory_svc"), "memory_svc", _MEMORY_METHODS, "SqlMemoryService")
     retrieval = _retrieval(options.get("memory_retrieval"), memory)
+    ingestion = _ingestion(options.get("memory_ingestion"), memory)
     return RunnerOptions(
         run_timeout_ms=_int(options.get("run_timeout"), "run_timeout", none=True, maximum=MAX_RUN_TIMEOUT_MS),
         max_llm_calls=_int(options.get("max_llm_calls", 32), "max_llm_calls"),
@@ -190,6 +195,7 @@ def runner_options(**options: Any) -> RunnerOptions:
         artifact_svc=artifacts,
         memory_svc=memory,
         memory_retrieval=retrieval,
+        memory_ingestion=ingestion,
     )
 
 
@@ -216,6 +222,26 @@ def _shareable(service: Any, key: str, methods: tuple[str, ...], example: str) -
             details={"key": key, "type": type(service).__name__},
         ) from None
     return service
+
+
+def _ingestion(value: Any, memory: Any) -> str | None:
+    """``memory_ingestion``: ``None`` or ``"on_success"`` (needs ``memory_svc``); the durable outbox mode is not
+    built yet and is refused by name."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping) and value.get("mode") == "durable":
+        raise ConfigError(
+            "durable memory ingestion (the SQL outbox) is not available yet; use on_success",
+            reason="durable_ingestion_unavailable",
+            details={"key": "memory_ingestion"},
+        )
+    if value != "on_success":
+        raise ConfigError("memory_ingestion is on_success", reason="invalid_value", details={"key": "memory_ingestion"})
+    if memory is None:
+        raise ConfigError(
+            "memory_ingestion needs memory_svc", reason="invalid_value", details={"key": "memory_ingestion"}
+        )
+    return "on_success"
 
 
 def _retrieval(value: Any, memory: Any) -> dict[str, Any] | None:
