@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import random
 import subprocess
@@ -191,7 +192,9 @@ def test_bad_construction_arguments_are_refused() -> None:
 
 # -- a large scope ---------------------------------------------------------------------------------------------
 
-_ENTRIES = 100_000
+_ENTRIES = int(os.environ.get("MEMORY_SCALE_ENTRIES", "10000"))
+"""Entries of the large scope: 10,000 in the suite (it checks ranking and filters at scale); the docs' 100,000-entry
+figures come from ``MEMORY_SCALE_ENTRIES=100000`` (about 15 s per store)."""
 _BATCH = 1000
 _VOCABULARY = [f"w{i}" for i in range(5000)]
 
@@ -211,9 +214,7 @@ def _timed(search: Callable[[str], int], rnd: random.Random, rounds: int, words:
 
 
 @pytest.mark.slow
-def test_search_in_a_scope_of_100k_entries(
-    make_sql: MakeSql, sql_kind: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_search_in_a_large_scope(make_sql: MakeSql, sql_kind: str, capsys: pytest.CaptureFixture[str]) -> None:
     svc = make_sql()
     rnd = random.Random(20240611)
     small = MemoryScope("crm", "small-neighbour")
@@ -249,7 +250,7 @@ def test_search_in_a_scope_of_100k_entries(
         lat, found = _timed(plain, rnd, 40, 3)
         assert found > 0
         flat, _ = _timed(filtered, rnd, 20, 3)
-        broad, _ = _timed(lambda q: plain("memo"), rnd, 5, 1)  # every entry matches: ranks all 100k
+        broad, _ = _timed(lambda q: plain("memo"), rnd, 5, 1)  # every entry matches: ranks them all
         lines.append(
             f"  {label}: 3-word query p50 {_p(lat, 0.5):.1f} ms p99 {_p(lat, 0.99):.1f} ms; "
             f"with a filter p50 {_p(flat, 0.5):.1f} ms; matching all entries p50 {_p(broad, 0.5):.1f} ms"
