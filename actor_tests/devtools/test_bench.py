@@ -39,6 +39,7 @@ TINY = bench.Sizes(
     soak_turns=5,
     soak_latency_ms=0,
     concurrent_starts=5,
+    observability_rounds=1,
 )
 
 

@@ -126,6 +126,8 @@ class Sizes:
     soak_library_levels: tuple[str, ...] = ("warning", "info")
     concurrent_starts: int = 500
     """runs.start calls released at once in the reliability benchmark."""
+    observability_rounds: int = 2
+    """Rounds of each observability case (the second in reverse order); the smoke test runs one."""
 
     @classmethod
     def full(cls) -> Sizes:
