@@ -40,6 +40,10 @@ TINY = bench.Sizes(
     soak_latency_ms=0,
     concurrent_starts=5,
     observability_rounds=1,
+    memory_entries=50,
+    memory_searches=3,
+    memory_backends=("memory", "sqlite"),
+    memory_runner_entries=20,
 )
 
 
@@ -74,6 +78,9 @@ def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(
     assert all(m["inner_actors"] >= TINY.spawn_agents for m in results["spawn_agents"]["data"].values())
     soak = results["reliability"]["data"]
     assert [soak[f"soak_{level}"]["failures"] for level in TINY.soak_library_levels] == [{}, {}]
+    memory = results["memory"]["data"]
+    assert set(memory) == {"memory", "sqlite", "runner", "preload_delta_cpu_ms"}
+    assert all(memory[b]["plain"]["n"] == TINY.memory_searches for b in TINY.memory_backends)
     assert soak["starts"]["outcomes"] == {"Completed": TINY.concurrent_starts}
     assert system.running  # the harness never stops a system it was given
 

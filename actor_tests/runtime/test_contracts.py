@@ -153,22 +153,26 @@ def test_layer_check_passes_on_the_tree() -> None:
     assert check(PACKAGE) == []
 
 
-@pytest.mark.parametrize(
-    ("where", "line", "expect"),
-    [
-        ("content/_planted.py", "import thespian\n", "imports thespian outside"),
-        ("content/_planted.py", "from adk_actors.agents import api\n", "layer 3) from layer 2"),
-        ("runtime/_planted.py", "import adk_actors.sessions\n", "layer 3) from layer 1"),
-        ("sessions/_planted.py", "from adk_actors.runs import x\n", "layer 4) from layer 3"),
-    ],
-)
-def test_layer_check_fails_on_a_planted_bad_import(tmp_path: Path, where: str, line: str, expect: str) -> None:
+_PLANTED = [
+    ("content/_planted_a.py", "import thespian\n", "imports thespian outside"),
+    ("content/_planted_b.py", "from adk_actors.agents import api\n", "layer 3) from layer 2"),
+    ("runtime/_planted.py", "import adk_actors.sessions\n", "layer 3) from layer 1"),
+    ("sessions/_planted.py", "from adk_actors.runs import x\n", "layer 4) from layer 3"),
+]
+
+
+def test_layer_check_fails_on_each_planted_bad_import(tmp_path: Path) -> None:
+    """One copy of the tree holds every planted import (a copy and a check of the whole tree cost seconds each);
+    each problem must be reported against its own file."""
     copy = tmp_path / "adk_actors"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / where).parent.mkdir(parents=True, exist_ok=True)
-    (copy / where).write_text(line)
+    for where, line, _ in _PLANTED:
+        (copy / where).parent.mkdir(parents=True, exist_ok=True)
+        (copy / where).write_text(line)
     problems = check(copy)
-    assert any(expect in p for p in problems), problems
+    for where, _, expect in _PLANTED:
+        assert any(p.startswith(f"{where}:") and expect in p for p in problems), (where, problems)
+    assert {p.split(":", 1)[0] for p in problems} == {where for where, _, _ in _PLANTED}, problems
     result = subprocess.run(
         [sys.executable, "-m", "adk_actors.devtools.layers", str(copy)], capture_output=True, text=True, check=False
     )

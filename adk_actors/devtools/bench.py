@@ -10,7 +10,8 @@ the git commit and the exact command; ``--append`` also appends it to a file as 
 Benchmarks, in run order: ``idle``, ``ask_tier1``, ``ask_tier2``, ``hops``, ``restart``, ``spawn_inner``,
 ``provider``, ``sessions``, ``runner``, ``runner_c1000`` (:mod:`~adk_actors.devtools.bench_runner`), ``observability``
 (:mod:`~adk_actors.devtools.bench_observability`), ``dev_api`` (:mod:`~adk_actors.devtools.bench_dev_api`), ``mcp``
-(:mod:`~adk_actors.devtools.bench_mcp`), ``a2a`` (:mod:`~adk_actors.devtools.bench_a2a`), ``agent_turns``,
+(:mod:`~adk_actors.devtools.bench_mcp`), ``a2a`` (:mod:`~adk_actors.devtools.bench_a2a`), ``memory``
+(:mod:`~adk_actors.devtools.bench_memory`), ``agent_turns``,
 ``concurrency``, ``idle_agents``, ``spawn_agents`` (:mod:`~adk_actors.devtools.bench_agents`), ``reliability``
 (:mod:`~adk_actors.devtools.bench_reliability`).
 
@@ -128,6 +129,13 @@ class Sizes:
     """runs.start calls released at once in the reliability benchmark."""
     observability_rounds: int = 2
     """Rounds of each observability case (the second in reverse order); the smoke test runs one."""
+    memory_entries: int = 100_000
+    """Entries of the one large scope the memory benchmark searches, per backend."""
+    memory_searches: int = 200
+    """Queries per kind in the memory benchmark."""
+    memory_backends: tuple[str, ...] = ("memory", "sqlite", "postgresql")
+    memory_runner_entries: int = 10_000
+    """Entries of the scope the Runner's preload searches in the memory benchmark."""
 
     @classmethod
     def full(cls) -> Sizes:
@@ -155,6 +163,9 @@ class Sizes:
             spawn_agents=300,
             soak_turns=300,
             concurrent_starts=100,
+            memory_entries=10_000,
+            memory_searches=100,
+            memory_runner_entries=1000,
         )
 
 
@@ -1024,6 +1035,7 @@ from adk_actors.devtools.bench_agents import (  # noqa: E402
 )
 from adk_actors.devtools.bench_dev_api import bench_dev_api  # noqa: E402
 from adk_actors.devtools.bench_mcp import bench_mcp  # noqa: E402
+from adk_actors.devtools.bench_memory import bench_memory  # noqa: E402
 from adk_actors.devtools.bench_observability import bench_observability  # noqa: E402
 from adk_actors.devtools.bench_reliability import bench_reliability  # noqa: E402
 from adk_actors.devtools.bench_runner import bench_runner, bench_runner_c1000  # noqa: E402
@@ -1044,6 +1056,7 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     "dev_api": (bench_dev_api, False),
     "mcp": (bench_mcp, False),
     "a2a": (bench_a2a, False),
+    "memory": (bench_memory, False),
     "agent_turns": (bench_agent_turns, False),
     "concurrency": (bench_concurrency, False),
     "idle_agents": (bench_idle_agents, False),
