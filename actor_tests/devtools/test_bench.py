@@ -79,7 +79,7 @@ def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(
     soak = results["reliability"]["data"]
     assert [soak[f"soak_{level}"]["failures"] for level in TINY.soak_library_levels] == [{}, {}]
     memory = results["memory"]["data"]
-    assert set(memory) == {"memory", "sqlite", "runner", "preload_delta_cpu_ms"}
+    assert set(memory) == {"memory", "sqlite", "runner"} and "preload_delta_cpu_ms" in memory["runner"]
     assert all(memory[b]["plain"]["n"] == TINY.memory_searches for b in TINY.memory_backends)
     assert soak["starts"]["outcomes"] == {"Completed": TINY.concurrent_starts}
     assert system.running  # the harness never stops a system it was given
