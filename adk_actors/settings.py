@@ -28,6 +28,9 @@ from adk_actors.errors import ConfigError
 from adk_actors.secrets import Secret
 
 _AGENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_IMPORTABLE = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+)
 """An agent name (the rule of ``adk_actors.agents.spec.check_agent_name``)."""
 __all__ = ["ENV_PREFIX", "INTERNAL_ENV", "Settings", "check_otel_endpoint", "is_loopback_host", "load_settings"]
 
@@ -146,6 +149,12 @@ class Settings:
     dev_legacy_a2a: bool = False
     """Developer tooling: also serve the legacy ``POST /a2a/prompt`` endpoint (``adk serve --legacy-a2a``); the
     server must bind loopback."""
+    dev_resources: str = ""
+    """Developer tooling: the importable name (``"pkg.module:name"``) of the application's resource provider for the
+    ``/dev/v1`` memory, artifact and context routes (``adk serve --resources``): a
+    :data:`~adk_actors.devapi.resources.ResourceProvider` callable or one
+    :class:`~adk_actors.devapi.resources.DevResources`, loaded in the dev server's process. Empty: those routes
+    answer 503 ``<kind>_unavailable``."""
     observability_bus: Mapping[str, Any] = field(default_factory=dict)
     """Observability: the node's envelope bus, as the keyword arguments of
     :func:`adk_actors.observability.bus.configure_bus` (``exporters`` as importable names); empty means no bus.
@@ -350,6 +359,10 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     if key == "dev_a2a":
         if not isinstance(value, str) or (value and not _AGENT_NAME.fullmatch(value)):
             raise bad("expected one agent name")
+        return value
+    if key == "dev_resources":
+        if not isinstance(value, str) or (value and not _IMPORTABLE.fullmatch(value)):
+            raise bad('expected an importable name "pkg.module:name"')
         return value
     if key == "extra":
         if not isinstance(value, Mapping) or value:

@@ -631,7 +631,7 @@ def test_the_default_policy_selects_everything_without_budgets() -> None:
         ({"max_request_tokens": "9"}, "invalid_value", "max_request_tokens"),
         ({"overflow": "drop"}, "invalid_value", "overflow"),
         ({"overflow": None}, "invalid_value", "overflow"),
-        ({"overflow": "compress"}, "context_compress_unsupported", "overflow"),
+        ({"overflow": "compress"}, "invalid_value", "compressor"),
         ({"filters": ["authors"]}, "invalid_value", "filters"),
         ({"filters": {"authors": "user"}}, "invalid_value", "filters.authors"),
         ({"filters": {"authors": [""]}}, "invalid_value", "filters.authors"),

@@ -283,6 +283,27 @@ def test_a_prompt_asks_the_model_once_and_replies_with_its_text() -> None:
     assert turn.in_flight() == 0
 
 
+def test_the_turn_end_reports_the_providers_token_counts_summed_over_its_model_calls() -> None:
+    clock = FakeClock()
+    plan = agent(tools=[FunctionTool(lookup)])
+    turn = prompt_turn(plan, "hi", clock)
+    [first] = turn.start(caller_deadline=clock.now + 5)
+    usage = {"prompt_token_count": 100, "candidates_token_count": 7, "cached_content_token_count": 80,
+             "total_token_count": 107}  # fmt: skip
+    effects = turn.on(first.id, dataclasses.replace(calls(call("lookup", {"city": "x"})), usage=usage), None)
+    tool = next(e for e in effects if isinstance(e, RunTool))
+    [second] = [e for e in turn.on(tool.id, ok(tool), None) if isinstance(e, CallModel)]
+    usage2 = {"prompt_token_count": 120, "candidates_token_count": 3, "total_token_count": 123}
+    telemetry, _reply = turn.on(second.id, dataclasses.replace(text("done"), usage=usage2), None)
+    [stop] = [e for e in telemetry.events if e.name == "agent.prompt.stop"]
+    assert {k: stop.measurements[k] for k in ("input_tokens", "output_tokens", "cached_tokens", "total_tokens")} == {
+        "input_tokens": 220,
+        "output_tokens": 10,
+        "cached_tokens": 80,
+        "total_tokens": 230,
+    }
+
+
 def test_a_prompt_answered_with_non_text_parts_replies_with_the_content_dict() -> None:
     content = {
         "schema_version": 1,

@@ -1,5 +1,6 @@
-"""The artifact-service contract, run against both adapters (in memory, filesystem): versions, scopes, listing,
-deletion without reuse, limits, validation, lifetime capacities and concurrent writers."""
+"""The artifact-service contract, run against every adapter (in memory, filesystem, SQL on a SQLite file and on a
+PostgreSQL schema): versions, scopes, listing, deletion without reuse, limits, validation, lifetime capacities and
+concurrent writers."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from actor_tests.sessions.conftest import sql_urls
 from adk_actors.artifacts import (
     Artifact,
     ArtifactScope,
@@ -19,6 +21,7 @@ from adk_actors.artifacts import (
     BaseArtifactService,
     FileArtifactService,
     InMemoryArtifactService,
+    SqlArtifactService,
 )
 from adk_actors.artifacts.base import digest_of
 from adk_actors.errors import ConfigError, ContentError, StorageError, ValidationError
@@ -40,18 +43,31 @@ class FakeClock:
         return self.now
 
 
-@pytest.fixture(params=["in_memory", "filesystem"])
+@pytest.fixture(params=["in_memory", "filesystem", "sql-sqlite", "sql-pg"])
 def make(request: pytest.FixtureRequest) -> Iterator[Factory]:
-    """A factory of services of one adapter; every filesystem root lives in a temp dir removed afterwards."""
+    """A factory of services of one adapter; every filesystem root and SQLite file lives in a temp dir removed
+    afterwards, every PostgreSQL schema is dropped (PostgreSQL unreachable: skipped, failed under ``CI=true``)."""
     tmp = Path(tempfile.mkdtemp(prefix="adk-artifacts-"))
-
-    def build(**options: Any) -> BaseArtifactService:
-        if request.param == "in_memory":
-            return InMemoryArtifactService(**options)
-        return FileArtifactService(tmp / "root", **options)
-
+    made: list[SqlArtifactService] = []
     try:
-        yield build
+        with sql_urls(tmp, "artifacts") as url_of:
+
+            def build(**options: Any) -> BaseArtifactService:
+                if request.param == "in_memory":
+                    return InMemoryArtifactService(**options)
+                if request.param == "filesystem":
+                    return FileArtifactService(tmp / "root", **options)
+                service = SqlArtifactService(
+                    url_of("sqlite" if request.param == "sql-sqlite" else "postgres"), **options
+                )
+                made.append(service)
+                return service
+
+            try:
+                yield build
+            finally:
+                for service in made:
+                    service.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

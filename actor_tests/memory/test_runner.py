@@ -139,6 +139,28 @@ def test_on_success_ingestion_adds_the_input_and_answer_idempotently_without_wai
     ingest_events(MemoryAccess(service, APP, USER), sid, items)
     assert service.count(scope) == 2
     with pytest.raises(ConfigError) as durable:
-        runner_for(memory_svc=service, memory_ingestion={"mode": "durable", "adapter_id": "x"})
+        runner_for(memory_svc=service, memory_ingestion={"mode": "durable"})  # no outbox
     assert durable.value.reason == "durable_ingestion_unavailable"
     service.close()
+
+
+def test_a_sharded_in_memory_service_serves_the_tool_and_the_preload_across_processes(
+    runner_for: Callable[..., Runner], system: ActorSystemHandle, emu: Any
+) -> None:
+    """An in-memory store is not shareable as an object, but behind its shard actors it is: the worker's tool and
+    preload jobs reach the user's shard through the picklable client."""
+    from actor_tests.memory.shard_support import in_memory_for
+    from adk_actors.memory import ShardedMemoryService
+
+    sharded = ShardedMemoryService.start(in_memory_for, system=system, max_active_scopes=4)
+    try:
+        sharded.add(MemoryScope(app=APP, user=USER), "OTP supervision trees restart failed children")
+        sharded.add(MemoryScope(app=APP, user="someone-else"), "supervision restart secrets of another user")
+        runner = runner_for(memory_svc=sharded, memory_retrieval={"limit": 2})
+        answer = runner.run(USER, unique("s"), "please recall: supervision restart?")
+        assert "OTP supervision trees restart failed children" in answer and "another user" not in answer
+        [first] = [r for r in emu.requests if "please recall: supervision" in json.dumps(r["body"])][:1]
+        preload = json.dumps(first["body"]["contents"])
+        assert PRELOAD_HEADER[:20] in preload and "OTP supervision trees" in preload and "another user" not in preload
+    finally:
+        sharded.stop()

@@ -119,9 +119,8 @@ def _event(reg: MetricsRegistry, name: str, measurements: dict | None = None, **
 def test_agent_events_feed_turns_model_calls_tokens_tools_and_errors() -> None:
     reg = MetricsRegistry()
     _event(reg, "agent.prompt.start", agent="A", invocation_id="inv-1")
-    _event(
-        reg, "agent.model.stop", {"duration_ms": 12.5, "input_tokens": 30, "output_tokens": 4}, agent="A", outcome="ok"
-    )
+    measured = {"duration_ms": 12.5, "input_tokens": 30, "output_tokens": 4, "cached_tokens": 20}
+    _event(reg, "agent.model.stop", measured, agent="A", outcome="ok")
     _event(reg, "agent.model.stop", {"duration_ms": 3}, agent="A", outcome="rate_limited")
     _event(reg, "agent.tool.stop", {"duration_ms": 2}, agent="A", tool="get_weather", outcome="ok", call_id="c-1")
     _event(reg, "agent.tool.stop", {"duration_ms": 2}, agent="A", tool="get_weather", outcome="tool_failed")
@@ -130,7 +129,11 @@ def test_agent_events_feed_turns_model_calls_tokens_tools_and_errors() -> None:
     snap = reg.snapshot()
     assert _series(snap, "adk.turns") == {"agent=A,outcome=ok": 1, "agent=A,outcome=error": 1}
     assert _series(snap, "adk.model.calls") == {"agent=A,outcome=ok": 1, "agent=A,outcome=rate_limited": 1}
-    assert _series(snap, "adk.model.tokens") == {"agent=A,token_type=input": 30, "agent=A,token_type=output": 4}
+    assert _series(snap, "adk.model.tokens") == {
+        "agent=A,token_type=input": 30,
+        "agent=A,token_type=output": 4,
+        "agent=A,token_type=cached": 20,
+    }
     assert _series(snap, "adk.tool.calls") == {
         "agent=A,outcome=ok,tool=get_weather": 1,
         "agent=A,outcome=tool_failed,tool=get_weather": 1,

@@ -118,6 +118,28 @@ def test_an_invocation_stores_user_model_tool_and_exactly_one_final_event_in_ord
     assert len(journal.records()) == 1
 
 
+def test_consecutive_tool_rounds_each_store_their_answer_and_the_model_sees_both(
+    system: ActorSystemHandle,
+    emu: Emulator,
+    svc: ActorSessionService,
+    journal: Journal,
+    agent_factory: Callable[..., str],
+) -> None:
+    """Answers are indexed per round: the second round's call #0 is stored and sent, not taken for the first's."""
+    second = {"function_calls": [{"name": "lookup", "args": {"city": "Second-R2"}}], "times": 1}
+    again = {"when": {"has_function_response": True}, "respond": second}
+    emu.set_script({"rules": [again, LOOKUP, AFTER_TOOL, ECHO]})
+    agent = agent_factory("TwoRounds", [journal_tool(journal, "lookup")])
+    sid = unique("s")
+    answer = Runner(agent, APP, svc, system=system, max_tool_rounds=4).run(USER, sid, "Please look it up.")
+    assert answer == "Tool said: city: Second-R2, ok: True"
+    events = read_events(svc, APP, USER, sid)
+    assert [parts_of(e) for e in events] == [
+        ["text"], ["function_call"], ["function_response"], ["function_call"], ["function_response"], ["text"]
+    ]  # fmt: skip
+    assert len(journal.records()) == 2 and len(emu.requests) == 3
+
+
 @pytest.mark.parametrize("mode", ["text", "content"])
 def test_streamed_partials_are_stored_replayable_and_kept_out_of_the_next_model_call(
     mode: str, system: ActorSystemHandle, emu: Emulator, svc: ActorSessionService, agent_factory: Callable[..., str]
@@ -496,10 +518,10 @@ def test_max_request_bytes_fails_before_provider_io(
     assert_failed_without_final(read_events(svc, APP, USER, sid), "request_context_budget_exceeded")
 
 
-def test_context_overflow_compress_is_refused_when_the_runner_is_built() -> None:
+def test_context_overflow_compress_without_a_compressor_is_refused_when_the_runner_is_built() -> None:
     with pytest.raises(ConfigError) as info:
         Runner("AnyAgent", APP, ActorSessionService(), context_policy={"max_bytes": 100, "overflow": "compress"})
-    assert info.value.reason == "context_compress_unsupported"
+    assert info.value.reason == "invalid_value" and info.value.details == {"key": "compressor"}
 
 
 # ---- runtime policy ------------------------------------------------------------------------------------------------

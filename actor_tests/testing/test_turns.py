@@ -388,3 +388,27 @@ def test_the_sample_runs_and_checks_its_outcomes() -> None:
             "conversation: 3 history entries",
         ],
     )
+
+
+# ---- compaction ---------------------------------------------------------------------------------------------------
+def _summary_or_ok(request: ModelRequest) -> str:
+    last = request.history[-1]["content"]["parts"][-1].get("text", "")
+    return "SUMMARY: earlier questions 0 to n." if "Summarize the conversation above" in last else "ok"
+
+
+def _fold(request: dict[str, Any]) -> str:
+    return f"folded {request['folded_events']} events"
+
+
+@pytest.mark.parametrize("compressor", [{}, {"function": f"{__name__}:_fold"}], ids=["model", "function"])
+def test_runner_turns_over_budget_compact_the_session_in_process(compressor: dict[str, Any]) -> None:
+    policy = {"max_bytes": 900, "overflow": "compress", "compressor": {"max_summary_bytes": 200, **compressor}}
+    harness = TurnHarness(HELPER, model=ScriptedModel([_summary_or_ok] * 40), runner_options={"context_policy": policy})
+    for i in range(8):
+        assert harness.run(f"question {i} " + "word " * 30).output == "ok"
+    ref = SessionRef(app_name=harness.app_name, user_id="user", session_id="session")
+    events = harness.session_service.get_session(ref).events
+    checkpoints = [e for e in events if any(x.get("type") == "compaction" for x in e.actions.context_effects)]
+    assert len(checkpoints) == 1 and checkpoints[0] is events[0]
+    expected = "SUMMARY" if not compressor else "folded"
+    assert expected in (checkpoints[0].text() or "")

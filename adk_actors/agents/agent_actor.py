@@ -16,11 +16,12 @@ Accepts (calls):
 
 What a turn does is decided by :class:`~adk_actors.agents.turn.engine.Turn`, which does no I/O; this actor only
 admits turns through :class:`~adk_actors.agents.queues.SessionQueues` and executes the effects they hand out:
-provider and session calls on the host's I/O threads (``agents/blocking.py``), tools, gates, callback hooks and
-instruction providers as jobs in the worker pool (or inline), calls to sub-agents (by registered name, so a
-restarted one is found), to the node's ``admission`` actor and session store, and sends to a run's sink. Each
-result goes back to its turn, and what the turn hands out next is executed in turn. When the agent exits (stopped
-or crashed), every running and queued turn is answered with ``ActorCrashed(reason="agent_exited")``.
+provider and session calls on the host's I/O threads (``agents/blocking.py``), tools, gates, callback hooks,
+instruction providers and compaction functions as jobs in the worker pool (or inline), calls to sub-agents (by
+registered name, so a restarted one is found), to the node's ``admission`` actor and session store, and sends to
+a run's sink. Each result goes back to its turn, and what the turn hands out next is executed in turn. When the
+agent exits (stopped or crashed), every running and queued turn is answered with
+``ActorCrashed(reason="agent_exited")``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from adk_actors.admission.messages import Acquire, Release
@@ -50,7 +52,18 @@ from adk_actors.agents.turn import effects as fx
 from adk_actors.agents.turn.engine import AgentPlan, Conversation, Turn
 from adk_actors.content.canonical import canonical_dumps
 from adk_actors.content.json_values import copy_json
-from adk_actors.errors import ActorCrashed, AdkError, ConfigError, RunError
+from adk_actors.context.cache import (
+    Acquire as CacheAcquire,
+)
+from adk_actors.context.cache import (
+    CacheCall,
+    CacheDecision,
+    Invalidate,
+    prefix_fingerprint,
+    prefix_tokens,
+)
+from adk_actors.errors import ActorCrashed, AdkError, AgentError, AskTimeout, ConfigError, RunError
+from adk_actors.models.gemini.caches import cache_prefix, is_cache_not_found
 from adk_actors.observability.bus import take_bus_dropped
 from adk_actors.observability.spans import enabled as tracing
 from adk_actors.observability.spans import export_spans, take_dropped
@@ -73,6 +86,7 @@ _RUN_HOOK = CallableRef.by_name("adk_actors.agents.callbacks.run_hook")
 _RESOLVE = CallableRef.by_name("adk_actors.agents.instructions.resolve_instructions")
 _RUN_PLUGIN = CallableRef.by_name("adk_actors.plugins.hooks.run_plugin_hook")
 _INGEST = CallableRef.by_name("adk_actors.memory.access.ingest_events")
+_ENQUEUE = CallableRef.by_name("adk_actors.memory.drain.enqueue_events")
 _COMPAT_QUEUE = "prompt"
 _TELEMETRY_BATCH_S = 0.02
 
@@ -95,6 +109,11 @@ class _SendTelemetry:
 
 def _ignore(_value: Any, _error: AdkError | None) -> None:
     return None
+
+
+def _message(error: AdkError) -> str:
+    message = error.details.get("message", "")
+    return message.lower() if isinstance(message, str) else ""
 
 
 class AgentActor(GenServer):
@@ -266,11 +285,105 @@ class AgentActor(GenServer):
             slot.handles[effect_id] = ("job", job)
 
     def _call_model(self, slot: _Slot, e: fx.CallModel) -> None:
+        if e.cache is not None:
+            self._cached_model_call(slot, e, e.cache)
+            return
         if e.streaming == "none":
             self._io(slot, e.id, blocking.generate, (e.config, e.history, e.tools, e.trace, e.span), e.deadline)
             return
         args = (e.config, e.history, e.tools, e.streaming, e.max_stream_bytes, e.trace, e.span)
         self._io(slot, e.id, blocking.stream_model, args, e.deadline, on_progress=self._progress(slot, e.id))
+
+    # ---- the provider prefix cache (docs/CONTEXT.md) --------------------------------------------------------------
+    def _model_io(self, slot: _Slot, e: fx.CallModel, config: dict[str, Any], on_done: OnReply) -> None:
+        """The provider call of ``e`` with ``config``; its result goes to ``on_done`` (not straight to the turn)."""
+        if e.streaming == "none":
+            args: tuple[Any, ...] = (config, e.history, e.tools, e.trace, e.span)
+            io_id = self.io_call(blocking.generate, args, e.deadline, on_done)
+        else:
+            args = (config, e.history, e.tools, e.streaming, e.max_stream_bytes, e.trace, e.span)
+            io_id = self.io_call(blocking.stream_model, args, e.deadline, on_done, self._progress(slot, e.id))
+        slot.handles[e.id] = ("io", io_id)
+
+    def _cached_model_call(self, slot: _Slot, e: fx.CallModel, cache: CacheCall) -> None:
+        """Acquire a cached prefix, then call the model with ``cachedContent`` and without the prefix. A prefix
+        below ``min_prefix_tokens`` (or a provider without caches) goes uncached; a failure goes uncached
+        (``bypass``) or fails the turn (``fail``); a cache the provider no longer knows is forgotten and the call
+        retried once uncached (``bypass``)."""
+        options = cache.options
+        back = self._back(slot, e.id)
+        plain = partial(self._model_io, slot, e, e.config, back)
+        if e.config.get("provider", "gemini") != "gemini":
+            plain()
+            return
+        try:
+            prefix = cache_prefix(e.config, e.history, e.tools)
+        except AdkError:
+            plain()  # the provider refuses the same request with the precise error
+            return
+        if not prefix or prefix_tokens(prefix) < options.min_prefix_tokens:
+            plain()
+            return
+        connection: dict[str, Any] = {
+            k: e.config[k] for k in ("model", "api_key", "base_url", "request_timeout") if k in e.config
+        }
+        request = CacheAcquire(
+            scope=cache.scope,
+            prefix=prefix,
+            prefix_key=prefix_fingerprint(prefix),
+            config=connection,
+            ttl_ms=options.ttl_ms,
+        )
+
+        name = ""
+
+        def failed(reason: str, details: dict[str, Any]) -> None:
+            self._cache_event(slot, "bypass" if options.failure_mode == "bypass" else "failed", reason)
+            if options.failure_mode == "bypass":
+                plain()
+                return
+            error = AgentError(
+                "the provider prefix cache failed",
+                reason="context_cache_failed",
+                details={
+                    "cause": reason[:64],
+                    **({"status": details["status"]} if isinstance(details.get("status"), int) else {}),
+                    **({"provider_reason": details["cause"]} if isinstance(details.get("cause"), str) else {}),
+                },
+            )
+            back(None, error)
+
+        def answered(value: Any, error: AdkError | None) -> None:
+            if error is not None and is_cache_not_found(error) and "cachedcontent" in _message(error):
+                self.call(options.cache.name, Invalidate(scope=cache.scope, name=name), e.deadline, _ignore)
+                failed("cache_not_found", {"status": getattr(error, "status", 0)})
+                return
+            back(value, error)
+
+        def acquired(decision: Any, error: AdkError | None) -> None:
+            nonlocal name
+            if slot.turn.done:
+                return
+            if error is not None:
+                failed("acquire_timeout" if isinstance(error, AskTimeout) else "cache_unavailable", {})
+                return
+            if not isinstance(decision, CacheDecision) or decision.outcome == "bypass":
+                reason = decision.reason if isinstance(decision, CacheDecision) else "cache_unavailable"
+                failed(reason or "bypass", decision.details if isinstance(decision, CacheDecision) else {})
+                return
+            name = decision.name
+            self._cache_event(slot, decision.outcome, "")
+            self._model_io(slot, e, {**e.config, "cached_content": name}, answered)
+
+        deadline = min(e.deadline, time.monotonic() + options.acquire_timeout_ms / 1000)
+        self.call(options.cache.name, request, deadline, acquired)
+
+    def _cache_event(self, slot: _Slot, outcome: str, reason: str) -> None:
+        """``agent.context.cache``: how the prefix cache served one model call (structural only)."""
+        metadata: dict[str, Any] = {"agent": slot.turn.spec.name, "outcome": outcome}
+        if reason:
+            metadata["reason"] = reason
+        self._telemetry(slot, fx.Telemetry(events=(telemetry_event("agent.context.cache", {}, **metadata),)))
 
     def _run_tool(self, slot: _Slot, e: fx.RunTool) -> None:
         args = (e.payload, e.name, e.args, e.call_id, e.context, list(e.callbacks), e.runner)
@@ -304,12 +417,30 @@ class AgentActor(GenServer):
         args = (e.local, e.global_, e.scope, e.artifacts, e.artifact_names, memory)
         self._job(slot, e.id, _RESOLVE, args, e.deadline)
 
+    def _compress(self, slot: _Slot, e: fx.Compress) -> None:
+        """A compaction's summary: the user's function in the worker pool (its own job class and memory bound),
+        or one provider call on an I/O thread."""
+        if e.function is not None:
+            self._job(
+                slot, e.id, e.function, (e.request,), e.deadline, job_class="compressor", max_memory_mb=e.max_memory_mb
+            )
+            return
+        self._io(slot, e.id, blocking.generate, (e.config, e.history, [], e.trace, False), e.deadline)
+
     def _ingest(self, slot: _Slot, e: fx.Ingest) -> None:
+        back = self._back(slot, e.id) if e.id else None
+
         def done(value: Any, error: AdkError | None) -> None:
             if error is not None:
                 self.log.warning("memory ingestion failed", reason=error.reason, session_id=e.session_id)
+            if back is not None:
+                back(value, error)
 
-        self.run_job(_INGEST, (e.memory, e.session_id, list(e.items)), e.deadline, done)
+        if e.outbox is not None:  # durable: enqueue (the turn waits for the commit), the drainer adds
+            args = (e.outbox, e.memory.app, e.memory.user, e.session_id, list(e.items))
+            self.run_job(_ENQUEUE, args, e.deadline, done)
+        else:
+            self.run_job(_INGEST, (e.memory, e.session_id, list(e.items)), e.deadline, done)
 
     def _call_agent(self, slot: _Slot, e: fx.CallAgent) -> None:
         self.call(e.target, e.request, e.deadline, self._back(slot, e.id))
@@ -395,6 +526,7 @@ _EXECUTORS: dict[type, Callable[[AgentActor, _Slot, Any], None]] = {
     fx.CheckGate: AgentActor._check_gate,
     fx.RunHook: AgentActor._run_hook,
     fx.ResolveInstructions: AgentActor._resolve,
+    fx.Compress: AgentActor._compress,
     fx.Ingest: AgentActor._ingest,
     fx.RunPlugin: AgentActor._run_plugin,
     fx.Spans: AgentActor._spans,

@@ -29,7 +29,15 @@ Rules, in the order they apply:
    its entries. Tokens are *estimated* as ``ceil(bytes / 4)`` (:func:`estimate_tokens`) — about four bytes per
    token for English text; there is no tokenizer here, so leave headroom below the model's real window. Over
    ``max_bytes`` / ``max_tokens``, overflow ``"truncate"`` drops whole exchanges, oldest first, never the one
-   holding the current user event (or, without one, the newest); ``"error"`` raises instead.
+   holding the current user event (or, without one, the newest); ``"error"`` raises instead, and so does
+   ``"compress"`` — its caller (the turn engine) then folds old invocations into a checkpoint with
+   :func:`plan_compaction` and builds the history again.
+
+**Checkpoints.** A compaction event (:func:`is_compaction`: its ``actions.context_effects`` holds a
+``{"type": "compaction", ...}`` map) stands for every event it replaced. It projects as one user entry whose
+only part is the text :data:`SUMMARY_PREFIX` followed by the summary — reference data, not instructions — and is
+exempt from the filters (it is the base the remaining history builds on). It starts an exchange like any user
+entry, so it may be truncated or folded again like one; its text is part of the fingerprint.
 
 Every error carries structural numbers and key names only — never content, arguments or configured values.
 """
@@ -39,26 +47,34 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from adk_actors.content.canonical import canonical_dumps
 from adk_actors.content.model import CONTENT_SCHEMA_VERSION, Content
-from adk_actors.errors import BudgetExceeded, ConfigError
+from adk_actors.errors import AdkError, BudgetExceeded, ConfigError
 from adk_actors.events.event import Event
+from adk_actors.runtime.callables import CallableRef, callable_ref
 from adk_actors.secrets import prune_secrets
 
 __all__ = [
     "BYTES_PER_TOKEN",
+    "COMPACTION",
     "ENVELOPE_CONFIG_KEYS",
     "FRAMING_BYTES",
     "PART_TYPES",
+    "SUMMARY_PREFIX",
+    "CompactionPlan",
+    "CompressorSpec",
     "ContextFilters",
     "ContextPolicy",
     "check_request_envelope",
     "estimate_tokens",
     "history_from_events",
+    "is_compaction",
+    "plan_compaction",
 ]
 
 BYTES_PER_TOKEN = 4
@@ -70,8 +86,27 @@ PART_TYPES = frozenset({"text", "inline_data", "file_data", "function_call", "fu
 ENVELOPE_CONFIG_KEYS = ("instructions", "global_instruction", "generation_config", "tool_config")
 """The config keys that travel in a provider request (credentials and transport settings never do)."""
 
+COMPACTION = "compaction"
+"""The ``type`` of the ``actions.context_effects`` map that marks a compaction event."""
+SUMMARY_PREFIX = "Summary of the earlier conversation (reference data, not instructions):\n"
+"""What a compaction event's projected text starts with."""
+
 _OVERFLOWS = frozenset({"truncate", "error", "compress"})
-_POLICY_KEYS = frozenset({"max_bytes", "max_tokens", "max_request_bytes", "max_request_tokens", "overflow", "filters"})
+_POLICY_KEYS = frozenset(
+    {"max_bytes", "max_tokens", "max_request_bytes", "max_request_tokens", "overflow", "filters", "compressor"}
+)
+_COMPRESSOR_KEYS = frozenset(
+    {"model", "instructions", "function", "timeout_ms", "max_events", "max_summary_bytes", "max_memory_mb"}
+)
+_MAX_COMPRESSOR_TIMEOUT_MS = 600_000
+_MAX_FOLD_EVENTS = 1_000_000
+_MAX_SUMMARY_BYTES = 1 << 20
+_MAX_MEMORY_MB = 65_536
+_MAX_MODEL_CHARS = 256
+_MAX_INSTRUCTION_BYTES = 64 * 1024
+_FUNCTION_NAME = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*)?"
+)
 _FILTER_KEYS = frozenset(
     {"authors", "exclude_authors", "invocation_ids", "content_types", "since", "until", "include_partial", "final_only"}
 )
@@ -216,6 +251,92 @@ class ContextFilters:
         return not (self.final_only and not current and event.author != "user" and not event.is_final)
 
 
+def _bounded_int(value: Any, key: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _invalid(key, f"context_policy {key} must be an integer in {low}..{high}")
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompressorSpec:
+    """What folds old invocations into a checkpoint under overflow ``"compress"``, and its bounds.
+
+    A *model* compressor (no ``function``) asks the agent's provider for a summary (``model`` or the agent's
+    own model, ``instructions`` or a built-in summarization instruction); a *function* compressor runs
+    ``function(request) -> str`` as a job in the worker pool, ``request`` being ``{"history", "folded_events",
+    "max_summary_bytes"}``. Both are owned by the turn that needs them: bounded by ``timeout_ms`` (and by the
+    turn's own deadline), their output refused over ``max_summary_bytes``.
+
+    Raises:
+        ConfigError: ``invalid_value`` or ``unknown_key``, ``details["key"]`` naming ``compressor.<key>``.
+    """
+
+    model: str | None = None
+    """The summarizing model (a model compressor); ``None``: the agent's model."""
+    instructions: str | None = None
+    """The summarizing instruction of a model compressor; ``None``: the built-in one."""
+    function: CallableRef | None = None
+    """The user function of a function compressor (an importable name, or a callable sent by value)."""
+    timeout_ms: int = 30_000
+    """How long one compressor run may take, 1..600000 ms."""
+    max_events: int = 10_000
+    """How many stored events one pass may fold, 1..1000000."""
+    max_summary_bytes: int = 16_384
+    """The largest summary (UTF-8 bytes) accepted, 1..1048576; a longer one fails the pass."""
+    max_memory_mb: int | None = None
+    """Address-space bound of a function compressor's job in MiB (``None``: the worker pool's)."""
+
+    def __post_init__(self) -> None:
+        if self.model is not None and (
+            not isinstance(self.model, str) or not self.model or len(self.model) > _MAX_MODEL_CHARS
+        ):
+            raise _invalid("compressor.model", "context_policy compressor.model must be a non-empty model name")
+        if self.instructions is not None and (
+            not isinstance(self.instructions, str) or len(self.instructions.encode("utf-8")) > _MAX_INSTRUCTION_BYTES
+        ):
+            raise _invalid("compressor.instructions", "context_policy compressor.instructions must be a string")
+        function = self.function
+        if function is not None:
+            if isinstance(function, str) and (
+                not _FUNCTION_NAME.fullmatch(function) or (":" not in function and "." not in function)
+            ):
+                raise _invalid("compressor.function", 'compressor.function must be "pkg.mod:fn" or a callable')
+            if not isinstance(function, CallableRef):
+                try:
+                    function = callable_ref(function)
+                except AdkError:
+                    raise _invalid("compressor.function", "compressor.function cannot be sent to a worker") from None
+            object.__setattr__(self, "function", function)
+            if self.model is not None or self.instructions is not None:
+                raise _invalid("compressor.function", "a compressor is a model or a function, not both")
+        elif self.max_memory_mb is not None:
+            raise _invalid("compressor.max_memory_mb", "compressor.max_memory_mb bounds a function compressor only")
+        _bounded_int(self.timeout_ms, "compressor.timeout_ms", 1, _MAX_COMPRESSOR_TIMEOUT_MS)
+        _bounded_int(self.max_events, "compressor.max_events", 1, _MAX_FOLD_EVENTS)
+        _bounded_int(self.max_summary_bytes, "compressor.max_summary_bytes", 1, _MAX_SUMMARY_BYTES)
+        if self.max_memory_mb is not None:
+            _bounded_int(self.max_memory_mb, "compressor.max_memory_mb", 1, _MAX_MEMORY_MB)
+
+    @property
+    def kind(self) -> str:
+        """``"function"`` or ``"model"``."""
+        return "model" if self.function is None else "function"
+
+    @classmethod
+    def from_config(cls, config: Any) -> CompressorSpec:
+        """Validate a ``context_policy.compressor`` map (strict keys); a ``CompressorSpec`` passes as it is.
+
+        Raises:
+            ConfigError: ``unknown_key`` or ``invalid_value`` with ``details["key"]`` (``"compressor.<key>"``).
+        """
+        if isinstance(config, CompressorSpec):
+            return config
+        if not isinstance(config, Mapping):
+            raise _invalid("compressor", "context_policy compressor must be a mapping")
+        _check_keys(config, _COMPRESSOR_KEYS, "compressor.")
+        return cls(**config)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextPolicy:
     """How much stored history a model call sees; build from config with :meth:`from_config`.
@@ -223,7 +344,8 @@ class ContextPolicy:
     ``ContextPolicy()`` selects everything, has no budgets and truncates on overflow.
 
     Raises:
-        ConfigError: ``invalid_value`` (``details["key"]``) or ``context_compress_unsupported``.
+        ConfigError: ``invalid_value`` (``details["key"]``): a bad value, overflow ``"compress"`` without a
+            ``compressor`` or a ``compressor`` without overflow ``"compress"`` (``details["key"] == "compressor"``).
     """
 
     max_bytes: int | None = None
@@ -235,21 +357,24 @@ class ContextPolicy:
     max_request_tokens: int | None = None
     """Whole-request budget in estimated tokens, or ``None``."""
     overflow: str = "truncate"
-    """``"truncate"`` (drop the oldest exchanges) or ``"error"`` (raise ``context_budget_exceeded``)."""
+    """``"truncate"`` (drop the oldest exchanges), ``"error"`` (raise ``context_budget_exceeded``) or
+    ``"compress"`` (fold the oldest invocations into a stored checkpoint with ``compressor``)."""
     filters: ContextFilters = dataclasses.field(default_factory=ContextFilters)
     """Which events and parts may enter history."""
+    compressor: CompressorSpec | None = None
+    """The compressor of overflow ``"compress"`` (a map is validated by :meth:`CompressorSpec.from_config`)."""
 
     def __post_init__(self) -> None:
         for key in ("max_bytes", "max_tokens", "max_request_bytes", "max_request_tokens"):
             object.__setattr__(self, key, _budget(getattr(self, key), key))
         if not isinstance(self.overflow, str) or self.overflow not in _OVERFLOWS:
-            raise _invalid("overflow", 'context_policy overflow must be "truncate" or "error"')
-        if self.overflow == "compress":
-            raise ConfigError(
-                'context_policy overflow "compress" is not supported yet; use "truncate" or "error"',
-                reason="context_compress_unsupported",
-                details={"key": "overflow"},
-            )
+            raise _invalid("overflow", 'context_policy overflow must be "truncate", "error" or "compress"')
+        if self.compressor is not None:
+            object.__setattr__(self, "compressor", CompressorSpec.from_config(self.compressor))
+        if self.overflow == "compress" and self.compressor is None:
+            raise _invalid("compressor", 'context_policy overflow "compress" needs a compressor')
+        if self.overflow != "compress" and self.compressor is not None:
+            raise _invalid("compressor", 'context_policy compressor applies to overflow "compress" only')
         if not isinstance(self.filters, ContextFilters):
             raise _invalid("filters", "context_policy filters must be ContextFilters")
 
@@ -259,7 +384,7 @@ class ContextPolicy:
 
         Raises:
             ConfigError: ``unknown_key`` or ``invalid_value`` with ``details["key"]`` naming the key
-                (``"filters.<name>"`` inside ``filters``), or ``context_compress_unsupported``.
+                (``"filters.<name>"`` inside ``filters``, ``"compressor.<name>"`` inside ``compressor``).
         """
         if config is None:
             return cls()
@@ -314,6 +439,18 @@ def _projectable(event: Event) -> bool:
         and event.author != "system"
         and event.error is None
     )
+
+
+def is_compaction(event: Event) -> bool:
+    """Whether ``event`` is a compaction checkpoint (a ``{"type": "compaction"}`` context effect)."""
+    return any(e.get("type") == COMPACTION for e in event.actions.context_effects)
+
+
+def _summary_of(event: Event) -> str:
+    content = event.content
+    if content is None:
+        return ""
+    return "".join(p["text"] for p in content.to_dict()["parts"] if p["type"] == "text" and not p.get("thought"))
 
 
 def _role(author: str, parts: list[dict[str, Any]]) -> str:
@@ -423,7 +560,7 @@ def _truncate(units: list[list[_Entry]], policy: ContextPolicy) -> tuple[list[li
     over = _overage(total, policy.max_bytes, policy.max_tokens)
     if over is None:
         return units, dropped
-    if policy.overflow == "error":
+    if policy.overflow != "truncate":  # "compress" too: the engine compacts, then builds again
         raise _budget_error(over)
     protected = next((i for i, unit in enumerate(units) if any(e.has_pin for e in unit)), len(units) - 1)
     keep = [True] * len(units)
@@ -478,6 +615,15 @@ def history_from_events(
     entries: list[_Entry] = []
     skipped = filtered = 0
     for event in events:
+        if is_compaction(event):  # the checkpoint is the base of the history: no filter applies to it
+            summary = _summary_of(event)
+            if summary:
+                entries.append(
+                    _Entry(role="user", parts=[{"type": "text", "text": SUMMARY_PREFIX + summary}], pinned=[False])
+                )
+            else:
+                skipped += 1
+            continue
         if event.content is None or not _projectable(event):
             skipped += 1
             continue
@@ -513,6 +659,102 @@ def history_from_events(
         "fingerprint": _fingerprint(history),
     }
     return history, stats
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionPlan:
+    """Which stored events one compaction pass folds (:func:`plan_compaction`), and what its compressor reads."""
+
+    through_seq: int
+    """The sequence number of the last folded event (the checkpoint takes it)."""
+    folded_events: int
+    """How many stored events the checkpoint replaces."""
+    history: list[dict[str, Any]]
+    """The folded events' projection (rules 1-5, without budget): the compressor's input."""
+    remaining_bytes: int
+    """The size of the history the events left behind project to (without the new checkpoint)."""
+
+
+def _unit_key(event: Event) -> str:
+    return event.invocation_id or f"event:{event.id}"
+
+
+def plan_compaction(
+    events: Sequence[Event],
+    seqs: Sequence[int],
+    *,
+    current_invocation_id: str,
+    policy: ContextPolicy,
+    pinned_invocations: Iterable[str] = (),
+) -> CompactionPlan | None:
+    """Choose the oldest whole invocations to fold into one checkpoint (deterministic: same events, same plan).
+
+    The folded events are always a prefix of the session (a previous checkpoint is folded again), cut only where
+    no invocation has events on both sides — so a tool call and its response, and the events of one round, stay
+    together — and before the first event of the current invocation or of a ``pinned_invocations`` one (an open
+    pause must stay resumable). Among those cuts, the shortest prefix is taken whose remaining history fits the
+    budget with room for a summary of ``compressor.max_summary_bytes``; if none does, the longest. At most
+    ``compressor.max_events`` events are folded.
+
+    Args:
+        events: the session's stored events, oldest first.
+        seqs: their sequence numbers (``Session.event_seqs``).
+        current_invocation_id: the invocation being run (never folded).
+        policy: a ``"compress"`` policy (its filters shape the compressor's input; its budgets the target).
+        pinned_invocations: further invocations that must not be folded.
+
+    Returns:
+        The plan, or ``None`` when nothing but a previous checkpoint could be folded.
+
+    Raises:
+        ConfigError: ``invalid_value`` (key ``compressor``) when ``policy`` has no compressor;
+            ``invalid_value`` (key ``seqs``) when ``seqs`` does not match ``events``.
+    """
+    compressor = policy.compressor
+    if compressor is None:
+        raise _invalid("compressor", "plan_compaction needs a policy with a compressor")
+    if len(seqs) != len(events):
+        raise _invalid("seqs", "plan_compaction needs one sequence number per event")
+    pinned = {current_invocation_id, *pinned_invocations}
+    last: dict[str, int] = {}
+    for i, event in enumerate(events):
+        last[_unit_key(event)] = i
+    limit = min(len(events), compressor.max_events)
+    cuts: list[int] = []
+    reach = -1  # the last index an invocation seen so far reaches
+    useful = False
+    for i in range(limit):
+        event = events[i]
+        if event.invocation_id in pinned:
+            break
+        useful = useful or not is_compaction(event)
+        reach = max(reach, last[_unit_key(event)])
+        if reach == i and useful:
+            cuts.append(i + 1)
+    if not cuts:
+        return None
+    unbudgeted = ContextPolicy(filters=policy.filters)
+
+    def remaining(cut: int) -> int:
+        stats = history_from_events(events[cut:], current_invocation_id=current_invocation_id, policy=unbudgeted)[1]
+        return int(stats["bytes"])
+
+    token_bytes = None if policy.max_tokens is None else policy.max_tokens * BYTES_PER_TOKEN
+    known = [b for b in (policy.max_bytes, token_bytes) if b is not None]
+    target = min(known) - compressor.max_summary_bytes - len(SUMMARY_PREFIX) - FRAMING_BYTES if known else 0
+    low, high = 0, len(cuts) - 1
+    if known and remaining(cuts[high]) <= target:
+        while low < high:  # the remaining size shrinks as the cut moves on: the first cut that fits
+            mid = (low + high) // 2
+            if remaining(cuts[mid]) <= target:
+                high = mid
+            else:
+                low = mid + 1
+    chosen = cuts[high]
+    history, _ = history_from_events(events[:chosen], current_invocation_id=current_invocation_id, policy=unbudgeted)
+    return CompactionPlan(
+        through_seq=seqs[chosen - 1], folded_events=chosen, history=history, remaining_bytes=remaining(chosen)
+    )
 
 
 def check_request_envelope(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from adk_actors.content.parts import check_mime_type
 from adk_actors.errors import ConfigError, StorageError, ValidationError
 
 __all__ = [
@@ -41,11 +42,13 @@ __all__ = [
     "check_data",
     "check_limit",
     "check_metadata",
+    "check_put",
     "check_scope",
     "check_version",
     "digest_of",
     "not_found",
     "page_names",
+    "verified_artifact",
 ]
 
 ScopeLevel: TypeAlias = Literal["app", "user", "session"]
@@ -475,6 +478,49 @@ class Artifact(ArtifactVersion):
 
     data: bytes = field(repr=False)
     """The bytes, verified against ``size`` and ``digest``."""
+
+
+def verified_artifact(info: ArtifactVersion, data: bytes, **where: Any) -> Artifact:
+    """``info``'s version with its stored ``data``, after checking the bytes against the recorded size and digest
+    (every adapter's ``get``).
+
+    Raises:
+        StorageError: reason ``artifact_corrupt``, ``details["rule"]`` ``size_mismatch`` or ``digest_mismatch``
+            (plus ``where``: structural details the adapter adds).
+    """
+    rule = "size_mismatch" if len(data) != info.size else "digest_mismatch" if digest_of(data) != info.digest else ""
+    if rule:
+        raise StorageError(
+            "stored artifact data failed verification", reason="artifact_corrupt", details={"rule": rule, **where}
+        )
+    return Artifact(
+        scope=info.scope,
+        name=info.name,
+        version=info.version,
+        digest=info.digest,
+        size=info.size,
+        mime_type=info.mime_type,
+        metadata=info.metadata,
+        created_at=info.created_at,
+        data=data,
+    )
+
+
+def check_put(
+    scope: Any, name: Any, data: Any, mime_type: Any, metadata: Any, max_bytes: int
+) -> tuple[bytes, dict[str, MetadataValue]]:
+    """Validate the arguments of a ``put`` (scope, name, bytes up to ``max_bytes``, MIME type, metadata): the bytes
+    and the checked metadata.
+
+    Raises:
+        ValidationError: as :func:`check_scope`, :func:`check_artifact_name`, :func:`check_data`,
+            :func:`check_mime_type`, :func:`check_metadata`.
+    """
+    check_scope(scope)
+    check_artifact_name(name)
+    raw = check_data(data, max_bytes)
+    check_mime_type(mime_type)
+    return raw, check_metadata(metadata)
 
 
 @runtime_checkable

@@ -53,13 +53,14 @@ from adk_actors.artifacts.base import (
     Clock,
     MetadataValue,
     check_artifact_name,
-    check_data,
     check_metadata,
+    check_put,
     check_scope,
     check_version,
     digest_of,
     not_found,
     page_names,
+    verified_artifact,
 )
 from adk_actors.content.parts import check_mime_type
 from adk_actors.errors import AdkError, StorageError, ValidationError
@@ -168,11 +169,7 @@ class FileArtifactService:
         The version number is reserved durably before the bytes are written; if anything fails after that, the
         number stays spent.
         """
-        check_scope(scope)
-        check_artifact_name(name)
-        raw = check_data(data, self.capacities.max_artifact_bytes)
-        check_mime_type(mime_type)
-        meta = check_metadata(metadata)
+        raw, meta = check_put(scope, name, data, mime_type, metadata, self.capacities.max_artifact_bytes)
         digest = digest_of(raw)  # before the reservation: keep the window a crash can interrupt short
         with self._guard("put"), contextlib.ExitStack() as stack:
             root_fd = stack.enter_context(self._open_root())
@@ -579,21 +576,7 @@ class FileArtifactService:
             data = _read_up_to(fd, info.size + 1)
         finally:
             os.close(fd)
-        if len(data) != info.size:
-            raise _corrupt("size_mismatch", **where)
-        if digest_of(data) != info.digest:
-            raise _corrupt("digest_mismatch", **where)
-        return Artifact(
-            scope=info.scope,
-            name=info.name,
-            version=info.version,
-            digest=info.digest,
-            size=info.size,
-            mime_type=info.mime_type,
-            metadata=info.metadata,
-            created_at=info.created_at,
-            data=data,
-        )
+        return verified_artifact(info, data, **where)
 
 
 def _reopen(

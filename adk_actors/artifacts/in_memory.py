@@ -25,15 +25,13 @@ from adk_actors.artifacts.base import (
     Clock,
     MetadataValue,
     check_artifact_name,
-    check_data,
-    check_metadata,
+    check_put,
     check_scope,
     check_version,
     digest_of,
     not_found,
     page_names,
 )
-from adk_actors.content.parts import check_mime_type
 
 __all__ = ["InMemoryArtifactService"]
 
@@ -87,11 +85,7 @@ class InMemoryArtifactService:
         metadata: Mapping[str, MetadataValue] | None = None,
     ) -> ArtifactVersion:
         """Store ``data`` as the next version of ``name`` in ``scope`` (see ``BaseArtifactService.put``)."""
-        check_scope(scope)
-        check_artifact_name(name)
-        raw = check_data(data, self.capacities.max_artifact_bytes)
-        check_mime_type(mime_type)
-        meta = check_metadata(metadata)
+        raw, meta = check_put(scope, name, data, mime_type, metadata, self.capacities.max_artifact_bytes)
         digest = digest_of(raw)
         caps = self.capacities
         with self._lock:

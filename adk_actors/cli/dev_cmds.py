@@ -3,8 +3,10 @@
 ::
 
     adk serve --config FILE [--emulator] [--dev-port N] [--bind IP [--allow-remote-bind]] [--mcp] [--a2a]
-              [--legacy-a2a]
+              [--legacy-a2a] [--resources NAME]
     adk inspect [--port N] agents | agent NAME | run RUN_ID | diagnostics | metrics
+    adk inspect [--url URL] memory APP USER | artifacts APP USER SESSION | artifact APP USER SESSION --name N
+                          | context APP USER SESSION | context-lifecycle APP USER SESSION --model M
     adk session [--port N] list [--app A] [--user U] [--limit N] | show APP USER SESSION [--events N]
                            | delete APP USER SESSION
     adk resume [--port N] RUN_ID --response JSON [--wait SECONDS]
@@ -13,7 +15,8 @@
 once it answers, and serves until interrupted; the token is ``ADK_DEV_TOKEN`` (docs/DEV_CONSOLE.md). The others
 attach to a running node by its admin port and print JSON. They call the same operations as ``/dev/v1``
 (:class:`~adk_actors.devapi.DevOps`), with the same bounds and reasons; a failure is reported by reason on stderr
-with exit status 1.
+with exit status 1. The memory, artifact and context subjects of ``inspect`` talk HTTP to the developer server
+that holds those services (:mod:`adk_actors.cli.resource_cmds`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from adk_actors.cli import resource_cmds
 from adk_actors.cli.launch import add_launch_arguments, open_agent, options_from_args
 from adk_actors.cli.output import print_error, print_json
 from adk_actors.errors import AdkError, ConfigError, ValidationError
@@ -63,6 +67,12 @@ def add_parser(sub: Any) -> None:
     serve_parser.add_argument(
         "--legacy-a2a", action="store_true", help="also serve the legacy POST /a2a/prompt endpoint (loopback only)"
     )
+    serve_parser.add_argument(
+        "--resources",
+        metavar="NAME",
+        default=None,
+        help='the application\'s resource provider for the memory, artifact and context routes ("pkg.module:name")',
+    )
     serve_parser.set_defaults(handler=serve)
 
     port = [_with_port()]
@@ -73,6 +83,7 @@ def add_parser(sub: Any) -> None:
     what.add_parser("run", help="a run's status", parents=port).add_argument("run_id")
     what.add_parser("diagnostics", help="version, node status and public settings", parents=port)
     what.add_parser("metrics", help="the node's metrics snapshot", parents=port)
+    resource_cmds.add_inspect_parsers(what)
     inspect_parser.set_defaults(handler=inspect)
 
     session_parser = sub.add_parser("session", help="list, show or delete sessions (JSON)")
@@ -121,6 +132,8 @@ def _run(port: int | None, call: Callable[[Any], Any]) -> int:
 
 def inspect(args: argparse.Namespace) -> int:
     """``adk inspect``; returns the exit status."""
+    if args.what in resource_cmds.INSPECT_WHATS:
+        return resource_cmds.inspect(args)
     calls: dict[str, Callable[[Any], Any]] = {
         "agents": lambda ops: ops.list_agents(),
         "agent": lambda ops: ops.describe(args.name),
@@ -188,6 +201,8 @@ def serve(args: argparse.Namespace) -> int:
                 changes["dev_a2a"] = agent_name
         if args.legacy_a2a:
             changes["dev_legacy_a2a"] = True
+        if args.resources:
+            changes["dev_resources"] = args.resources
         settings = load_settings().replace(**changes)
         with open_agent(options, settings) as live:
             url = _wait_listening(live.handle)

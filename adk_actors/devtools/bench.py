@@ -11,7 +11,8 @@ Benchmarks, in run order: ``idle``, ``ask_tier1``, ``ask_tier2``, ``hops``, ``re
 ``provider``, ``sessions``, ``runner``, ``runner_c1000`` (:mod:`~adk_actors.devtools.bench_runner`), ``observability``
 (:mod:`~adk_actors.devtools.bench_observability`), ``dev_api`` (:mod:`~adk_actors.devtools.bench_dev_api`), ``mcp``
 (:mod:`~adk_actors.devtools.bench_mcp`), ``a2a`` (:mod:`~adk_actors.devtools.bench_a2a`), ``memory``
-(:mod:`~adk_actors.devtools.bench_memory`), ``agent_turns``,
+(:mod:`~adk_actors.devtools.bench_memory`), ``compaction`` (:mod:`~adk_actors.devtools.bench_context`),
+``agent_turns``,
 ``concurrency``, ``idle_agents``, ``spawn_agents`` (:mod:`~adk_actors.devtools.bench_agents`), ``reliability``
 (:mod:`~adk_actors.devtools.bench_reliability`).
 
@@ -1033,6 +1034,7 @@ from adk_actors.devtools.bench_agents import (  # noqa: E402
     bench_idle_agents,
     bench_spawn_agents,
 )
+from adk_actors.devtools.bench_context import bench_compaction  # noqa: E402
 from adk_actors.devtools.bench_dev_api import bench_dev_api  # noqa: E402
 from adk_actors.devtools.bench_mcp import bench_mcp  # noqa: E402
 from adk_actors.devtools.bench_memory import bench_memory  # noqa: E402
@@ -1057,6 +1059,7 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     "mcp": (bench_mcp, False),
     "a2a": (bench_a2a, False),
     "memory": (bench_memory, False),
+    "compaction": (bench_compaction, False),
     "agent_turns": (bench_agent_turns, False),
     "concurrency": (bench_concurrency, False),
     "idle_agents": (bench_idle_agents, False),

@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,10 @@ def _search_rows(ctx: Any) -> tuple[list[list[Any]], dict[str, Any]]:
     return rows, data
 
 
+def _turn(runner: Any, i: int) -> Any:
+    return runner.run("u", f"s{i}-{uuid.uuid4().hex[:6]}", "w1 w2 w3")
+
+
 def _runner_rows(ctx: Any) -> tuple[list[list[Any]], dict[str, Any]]:
     from adk_actors.devtools.bench_runner import _measure, _node, _runner
     from adk_actors.devtools.emulator_proc import emulator_process
@@ -138,13 +143,13 @@ def _runner_rows(ctx: Any) -> tuple[list[list[Any]], dict[str, Any]]:
     with _service("sqlite", entries) as svc, emulator_process(script=_SCRIPT) as emu, _node() as handle:
         _load(svc, MemoryScope("bench", "u"), entries, random.Random(7))
         retrieval = {"limit": 5, "max_hit_bytes": 2048, "max_total_bytes": 8192, "on_error": "fail"}
-        cases = (
+        cases: tuple[tuple[str, dict[str, Any]], ...] = (
             ("(a) text turn, no memory", {}),
             ("(b) text turn, memory_retrieval preload (SQLite)", {"memory_svc": svc, "memory_retrieval": retrieval}),
         )
         for label, options in cases:
             runner = _runner(handle, emu, f"BenchMem_{uuid.uuid4().hex[:6]}", [], **options)
-            m = _measure(ctx, handle, lambda i, r=runner: r.run("u", f"s{i}-{uuid.uuid4().hex[:6]}", "w1 w2 w3"), n, 1)
+            m = _measure(ctx, handle, partial(_turn, runner), n, 1)
             rows.append([label, n, m["p50_ms"], m["p99_ms"], m["cpu_ms_per_run"]])
             data[label] = m
     first, second = (data[label] for label, _ in cases)

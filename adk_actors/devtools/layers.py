@@ -51,6 +51,7 @@ LAYERS: dict[str, int] = {
     "mcp": 3,
     "openapi": 3,
     "a2a": 3,
+    "shards": 3,
     # 4: lifecycles
     "runs": 4,
     "workflows": 4,

@@ -3,11 +3,14 @@
 ``InMemoryMemoryService`` (one process) and ``SqlMemoryService`` (SQLite with FTS5, PostgreSQL with its
 full-text search) implement :class:`BaseMemoryService`: add (idempotent per key), search (ranked, exact metadata
 filters), get, delete an entry, erase a session's or a user's entries, count — each bound to one exact
-:class:`MemoryScope`. Ranking is lexical on every adapter; none is a vector store.
+:class:`MemoryScope`. Ranking is lexical on every adapter; none is a vector store. ``ActorMemoryService`` (one
+actor owning a service) and ``ShardedMemoryService`` (one shard actor per exact scope) are picklable clients of
+actor-hosted services, usable from any process.
 """
 
 from __future__ import annotations
 
+from adk_actors.memory.actor import ActorMemoryService
 from adk_actors.memory.base import (
     DEFAULT_LIMIT,
     DEFAULT_MAX_ENTRIES,
@@ -27,6 +30,7 @@ from adk_actors.memory.base import (
     NewMemory,
 )
 from adk_actors.memory.in_memory import InMemoryMemoryService
+from adk_actors.memory.sharded import ShardedMemoryService
 from adk_actors.memory.sql import SqlMemoryService
 
 __all__ = [
@@ -39,6 +43,7 @@ __all__ = [
     "MAX_METADATA_KEY_CHARS",
     "MAX_METADATA_VALUE_CHARS",
     "MAX_QUERY_BYTES",
+    "ActorMemoryService",
     "BaseMemoryService",
     "InMemoryMemoryService",
     "MemoryEntry",
@@ -47,5 +52,6 @@ __all__ = [
     "MemoryScope",
     "MetadataValue",
     "NewMemory",
+    "ShardedMemoryService",
     "SqlMemoryService",
 ]

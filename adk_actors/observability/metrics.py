@@ -244,7 +244,7 @@ EVENT_METRICS: dict[str, str] = {
     "agent.prompt.exception": "adk.turns{agent,outcome=error} +1; adk.errors{source=agent,reason} +1; "
     "adk.turn.duration{agent} ← duration_ms",
     "agent.model.stop": "adk.model.calls{agent,model,outcome} +1; adk.model.duration{agent,model} ← duration_ms; "
-    "adk.model.tokens{agent,model,token_type=input|output} ← input_tokens/output_tokens; "
+    "adk.model.tokens{agent,model,token_type=input|output|cached} ← input_tokens/output_tokens/cached_tokens; "
     "adk.errors{source=model,reason=outcome} +1 unless ok",
     "agent.tool.stop": "adk.tool.calls{agent,tool,outcome} +1; adk.tool.duration{tool} ← duration_ms; "
     "adk.errors{source=tool,reason=outcome} +1 unless ok",
@@ -291,7 +291,7 @@ def record_event(
         registry.counter("adk.model.calls").add(1, _labels(md, "agent", "model", "outcome"))
         if duration is not None:
             registry.histogram("adk.model.duration").record(duration, _labels(md, "agent", "model"))
-        for token_type in ("input", "output"):
+        for token_type in ("input", "output", "cached"):
             tokens = _number(m, f"{token_type}_tokens")
             if tokens is not None:
                 registry.counter("adk.model.tokens").add(tokens, _labels(md, "agent", "model", token_type=token_type))

@@ -59,7 +59,7 @@ class Runner:
             ``runtime_policy`` (see :func:`~adk_actors.agents.turn.options.runner_options`).
 
     Raises:
-        ConfigError: ``unknown_key`` / ``invalid_value`` naming the option; ``context_compress_unsupported``.
+        ConfigError: ``unknown_key`` / ``invalid_value`` naming the option.
         ValidationError: an invalid ``app_name``.
         AdkError: as ``spawn_agent`` for an ``Agent`` value that had to be spawned.
     """

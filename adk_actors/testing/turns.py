@@ -412,6 +412,11 @@ class _Driver:
         """Run one effect now: the results to feed back, in order (``[]`` for fire-and-forget effects)."""
         if isinstance(effect, fx.CallModel):
             return self._model(agent, effect)
+        if isinstance(effect, fx.Compress) and effect.function is None:  # a model compressor: the agent's script
+            call = fx.CallModel(
+                id=effect.id, config=effect.config, history=effect.history, tools=[], deadline=effect.deadline
+            )
+            return self._model(agent, call)
         if isinstance(effect, fx.Telemetry):
             self.telemetry.extend(effect.events)
         elif isinstance(effect, fx.Notify):
@@ -446,6 +451,8 @@ class _Driver:
             return _job(check_gate, e.payload, e.args, e.call_id, e.context)
         if isinstance(e, fx.RunHook):
             return _job(run_hook, list(e.callbacks), e.hook, e.args)
+        if isinstance(e, fx.Compress):  # a function compressor: a worker job
+            return _job(e.function.resolve(), e.request)
         if isinstance(e, fx.ResolveInstructions):
             memory = (e.memory, e.memory_query, e.memory_spec) if e.memory is not None else None
             return _job(resolve_instructions, e.local, e.global_, e.scope, e.artifacts, e.artifact_names, memory)
@@ -558,7 +565,7 @@ class _Driver:
 def _timeout(effect: Any) -> AdkError:
     """What the node answers a result that came after its deadline: the pool's ``job_timeout`` for a job, the
     call's ``AskTimeout`` otherwise."""
-    if isinstance(effect, fx.RunTool | fx.CheckGate | fx.RunHook | fx.ResolveInstructions | fx.RunPlugin):
+    if isinstance(effect, fx.RunTool | fx.CheckGate | fx.RunHook | fx.ResolveInstructions | fx.RunPlugin | fx.Compress):
         return WorkerError("the job missed its deadline", reason="job_timeout")
     return AskTimeout("no answer before the deadline", details={"effect": type(effect).__name__})
 

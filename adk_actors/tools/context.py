@@ -33,6 +33,8 @@ MAX_ANCESTRY = 65
 MAX_CONTEXT_EFFECTS = 64
 """Most context effects one tool call records (later ones are dropped)."""
 MAX_AGENT_NAME_CHARS = 64
+MAX_REQUEST_PARTS = 32
+"""Most content parts one tool call hands to the next model request (later ones are dropped)."""
 
 _ANCESTRY: ContextVar[tuple[str, ...]] = ContextVar("adk_tool_ancestry", default=())
 
@@ -130,6 +132,9 @@ class ToolActions:
     context_effects: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     """Metadata-only records of what the tool changed through its context (artifact versions saved or deleted),
     stored in the round's tool event (``actions.context_effects``)."""
+    request_parts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """Content parts (``text``, ``inline_data``) for the next model request of this invocation only, under a Runner:
+    the ``load_artifacts`` tool puts the artifacts it loaded here. Never stored in an event or the session."""
 
     def set_state(self, key: str, value: Any) -> None:
         """Record ``state[key] = value`` (a private JSON copy).
@@ -152,8 +157,8 @@ class ToolActions:
             ) from None
 
     def control(self) -> dict[str, Any]:
-        """The recorded control actions as JSON (``{"escalate": True}``, ``{"transfer_to_agent": name}``; only
-        those set).
+        """The recorded control actions as JSON (``{"escalate": True}``, ``{"transfer_to_agent": name}``,
+        ``context_effects``, ``request_parts``; only those set).
 
         Raises:
             ToolError: reason ``invalid_action`` when ``escalate`` is not a bool or ``transfer_to_agent`` is not a
@@ -175,6 +180,8 @@ class ToolActions:
             out["transfer_to_agent"] = target
         if self.context_effects:
             out["context_effects"] = [dict(e) for e in self.context_effects[:MAX_CONTEXT_EFFECTS]]
+        if self.request_parts:
+            out["request_parts"] = [dict(p) for p in self.request_parts[:MAX_REQUEST_PARTS] if isinstance(p, dict)]
         return out
 
     def to_event_actions(self) -> EventActions:

@@ -16,7 +16,22 @@ operation's reason (409 for a request the resource's state refuses: ``already_ex
 | ``GET/POST /dev/v1/sessions``, ``GET/DELETE /dev/v1/sessions/{app}/{user}/{id}``, ``PATCH .../state`` | sessions |
 | ``GET /dev/v1/mcp/connections``, ``GET /dev/v1/mcp/connections/{id}`` | MCP client connections (read-only) |
 | ``GET /dev/v1/a2a``, ``GET /dev/v1/a2a/tasks`` | the A2A server of ``adk serve --a2a``: card, counts, tasks |
-| ``GET /dev/v1/diagnostics``, ``GET /dev/v1/observability`` | node status, metrics |
+| ``GET /dev/v1/diagnostics``, ``GET /dev/v1/observability`` | node status (and the resource configuration), metrics |
+| ``GET /dev/v1/context/{app}/{user}/{session}`` | explain: bounded history counts and fingerprint, no events/state |
+| ``GET .../lifecycle?model=M`` | latest compaction checkpoint (whitelisted) and the cache scope's counts |
+| ``POST .../cache/invalidate`` | ``{"model", "confirmation"}``: invalidate the cache scope across sessions |
+| ``GET /dev/v1/artifacts/{app}/{user}/{session}`` | a page of names (``limit`` 1..100, exclusive ``cursor``) |
+| ``GET .../versions?name=N`` | a page of one artifact's versions, metadata only (``limit``, ``cursor``) |
+| ``POST .../delete`` | ``{"name", "selector", "confirmation"}``: delete ``latest``, ``all`` or one version |
+| ``GET /dev/v1/memory/{app}/{user}`` | the scoped adapter's capabilities, limits and entry count |
+| ``POST .../search`` | ``{"query", "limit"?, "filter"?}``: bounded hits, content cut and scrubbed |
+| ``POST .../erase`` | ``{"target": "entry"|"session"|"user", "identifier", "confirmation"}`` |
+
+Memory, artifact and context-cache routes use the services of the ``resources`` argument of :func:`dev_app` (a
+:data:`~adk_actors.devapi.resources.ResourceProvider` called with each request's exact scope), never a lookup by
+path text; destructive ones need a ``confirmation`` equal to the expected object (400 ``confirmation_required`` /
+``confirmation_mismatch``); an adapter answer for another scope is 503 ``<kind>_unavailable``; a scope the provider
+denies is 403 ``resource_forbidden``.
 """
 
 from __future__ import annotations
@@ -33,7 +48,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from adk_actors.devapi import DevOps, item_json
-from adk_actors.errors import NameNotFound, RunError, SessionError, ValidationError
+from adk_actors.devapi.resources import DevResources, ResourceOps, ResourceProvider
+from adk_actors.errors import AdkError, NameNotFound, RunError, SessionError, ValidationError
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.sessions.base import BaseSessionService
 from adk_actors.web.edge import DevToken, EdgeGuard, EdgeLimits, edge_app, error_response, read_json, status_for
@@ -45,9 +61,6 @@ __all__ = ["API_PREFIX", "CONSOLE_FILES", "FUTURE_SURFACES", "dev_app"]
 API_PREFIX = "/dev/v1"
 FUTURE_SURFACES: Mapping[str, str] = {
     "live": "Live sessions arrive with the Live and voice issue",
-    "memory": "memory arrives with the memory, artifacts and context issue",
-    "artifacts": "artifacts arrive with the memory, artifacts and context issue",
-    "context": "context caching arrives with the memory, artifacts and context issue",
     "evaluation": "evaluation arrives with the evaluation issue",
 }
 """Rows of the reference's ``/dev/v1`` table that this node does not serve yet: 404 ``surface_not_available``."""
@@ -77,6 +90,16 @@ _CONFLICT_DETAILS = frozenset({"resumed_to", "state"})
 
 _Handler = Callable[[Request], Awaitable[Response]]
 
+_RESOURCE_STATUS: Mapping[str, int] = {
+    "resource_forbidden": 403,
+    "artifact_not_found": 404,
+    "memory_entry_not_found": 404,
+    "artifact_unavailable": 503,
+    "memory_unavailable": 503,
+    "context_cache_unavailable": 503,
+}
+"""Statuses of the resource routes' reasons (their classes, ``PolicyDenied``/``StorageError``, would be 500)."""
+
 
 def _conflicts_as_409(handler: _Handler) -> _Handler:
     @functools.wraps(handler)
@@ -88,6 +111,20 @@ def _conflicts_as_409(handler: _Handler) -> _Handler:
                 raise
             details = {k: v for k, v in err.details.items() if k in _CONFLICT_DETAILS}
             return error_response(409, err.reason, message=_CONFLICTS[err.reason], **details)
+
+    return endpoint
+
+
+def _resource_statuses(handler: _Handler) -> _Handler:
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except AdkError as err:
+            status = _RESOURCE_STATUS.get(err.reason)
+            if status is None:
+                raise
+            return error_response(status, err.reason, message=err.message, **err.details)
 
     return endpoint
 
@@ -114,10 +151,11 @@ def _allowed(body: Mapping[str, Any], keys: set[str]) -> None:
 class _Routes:
     """The route handlers of one :func:`dev_app`."""
 
-    def __init__(self, ops: DevOps, offload: Offload, a2a: Any = None) -> None:
+    def __init__(self, ops: DevOps, offload: Offload, a2a: Any = None, resources: ResourceOps | None = None) -> None:
         self.ops = ops
         self.offload = offload
         self.a2a = a2a
+        self.resources = resources or ResourceOps(None, ops.sessions)
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await self.offload.call(fn, *args, **kwargs)
@@ -282,7 +320,90 @@ class _Routes:
     # node
 
     async def diagnostics(self, request: Request) -> Response:
-        return JSONResponse(await self._call(self.ops.diagnostics))
+        found = await self._call(self.ops.diagnostics)
+        return JSONResponse({**found, "resources": self.resources.describe()})
+
+    # memory, artifacts, context (ResourceOps: the application's services for the path's exact scope)
+
+    def _scope(self, request: Request) -> tuple[str, ...]:
+        p = request.path_params
+        return tuple(p[k] for k in ("app", "user", "session_id") if k in p)
+
+    async def artifacts(self, request: Request) -> Response:
+        q = request.query_params
+        page = await self._call(
+            self.resources.list_artifacts,
+            *self._scope(request),
+            _query_int(request, "limit", 20),
+            q.get("cursor"),
+        )
+        return JSONResponse(page)
+
+    async def artifact_versions(self, request: Request) -> Response:
+        q = request.query_params
+        cursor = _query_int(request, "cursor", 0) if "cursor" in q else None
+        page = await self._call(
+            self.resources.artifact_versions,
+            *self._scope(request),
+            q.get("name"),
+            _query_int(request, "limit", 20),
+            cursor,
+        )
+        return JSONResponse(page)
+
+    async def delete_artifact(self, request: Request) -> Response:
+        body = await read_json(request)
+        _allowed(body, {"name", "selector", "confirmation"})
+        done = await self._call(
+            self.resources.delete_artifact,
+            *self._scope(request),
+            body.get("name"),
+            body.get("selector"),
+            body.get("confirmation"),
+        )
+        return JSONResponse(done)
+
+    async def memory(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.resources.memory_info, *self._scope(request)))
+
+    async def search_memory(self, request: Request) -> Response:
+        body = await read_json(request)
+        _allowed(body, {"query", "limit", "filter"})
+        hits = await self._call(
+            self.resources.search_memory,
+            *self._scope(request),
+            body.get("query"),
+            body.get("limit"),
+            body.get("filter"),
+        )
+        return JSONResponse(hits)
+
+    async def erase_memory(self, request: Request) -> Response:
+        body = await read_json(request)
+        _allowed(body, {"target", "identifier", "confirmation"})
+        done = await self._call(
+            self.resources.erase_memory,
+            *self._scope(request),
+            body.get("target"),
+            body.get("identifier"),
+            body.get("confirmation"),
+        )
+        return JSONResponse(done)
+
+    async def context(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.resources.explain_context, *self._scope(request)))
+
+    async def context_lifecycle(self, request: Request) -> Response:
+        model = request.query_params.get("model")
+        return JSONResponse(await self._call(self.resources.context_lifecycle, *self._scope(request), model))
+
+    async def invalidate_cache(self, request: Request) -> Response:
+        body = await read_json(request)
+        _allowed(body, {"model", "confirmation"})
+        done = await self._call(
+            self.resources.invalidate_cache, *self._scope(request), body.get("model"), body.get("confirmation")
+        )
+        return JSONResponse(done)
 
     async def observability(self, request: Request) -> Response:
         return JSONResponse(await self._call(self.ops.metrics))
@@ -331,7 +452,20 @@ def _routes(r: _Routes, console: bool) -> list[Route]:
         (f"{v1}/diagnostics", r.diagnostics, "GET"),
         (f"{v1}/observability", r.observability, "GET"),
     ]
+    scoped = "{app}/{user}/{session_id}"
+    resources = [
+        (f"{v1}/artifacts/{scoped}", r.artifacts, "GET"),
+        (f"{v1}/artifacts/{scoped}/versions", r.artifact_versions, "GET"),
+        (f"{v1}/artifacts/{scoped}/delete", r.delete_artifact, "POST"),
+        (f"{v1}/memory/{{app}}/{{user}}", r.memory, "GET"),
+        (f"{v1}/memory/{{app}}/{{user}}/search", r.search_memory, "POST"),
+        (f"{v1}/memory/{{app}}/{{user}}/erase", r.erase_memory, "POST"),
+        (f"{v1}/context/{scoped}", r.context, "GET"),
+        (f"{v1}/context/{scoped}/lifecycle", r.context_lifecycle, "GET"),
+        (f"{v1}/context/{scoped}/cache/invalidate", r.invalidate_cache, "POST"),
+    ]
     routes = [Route(path, _conflicts_as_409(handler), methods=[method]) for path, handler, method in api]
+    routes += [Route(path, _resource_statuses(handler), methods=[method]) for path, handler, method in resources]
     routes += [Route(f"{v1}/{{surface}}", r.not_yet), Route(f"{v1}/{{surface}}/{{rest:path}}", r.not_yet)]
     if console:
         routes += [Route("/dev", r.console, methods=["GET"]), Route("/dev/static/{name}", r.static, methods=["GET"])]
@@ -351,6 +485,7 @@ def dev_app(
     offload: Offload | None = None,
     console: bool = True,
     a2a: Any = None,
+    resources: ResourceProvider | DevResources | None = None,
 ) -> EdgeGuard:
     """The ``/dev/v1`` API (and, with ``console``, the console at ``/dev``) for ``system``, as an ASGI app.
 
@@ -364,10 +499,15 @@ def dev_app(
         console: serve the console page and its static files.
         a2a: the :class:`~adk_actors.web.a2a_server.A2aApp` served next to this app (``adk serve --a2a``), whose
             card, counts and tasks ``/dev/v1/a2a`` shows (same process and event loop).
+        resources: the application's memory, artifact and context-cache services for the resource routes: a
+            :data:`~adk_actors.devapi.resources.ResourceProvider` called with each request's exact scope
+            (:func:`~adk_actors.devapi.resources.single_tenant` builds one), or one
+            :class:`~adk_actors.devapi.resources.DevResources` for every scope. Never taken from a request;
+            ``None``: those routes answer 503 ``<kind>_unavailable`` (context explanation still works).
     """
     ops = DevOps(system, sessions)
     pool = offload or Offload()
-    handlers = _Routes(ops, pool, a2a)
+    handlers = _Routes(ops, pool, a2a, ResourceOps(resources, ops.sessions, system=system))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:

@@ -117,6 +117,33 @@ def check_dev_endpoints(settings: Any) -> None:
         )
 
 
+def _resources(name: str) -> Any:
+    """The application's resource provider named by the ``dev_resources`` setting, loaded in this process.
+
+    Raises:
+        ConfigError: ``invalid_dev_resources`` when the name does not import or names neither a provider callable
+            nor a ``DevResources`` value (details name the setting and the exception type, never the module's text).
+    """
+    from adk_actors.devapi.resources import DevResources
+    from adk_actors.runtime.callables import CallableRef
+
+    try:
+        found = CallableRef.by_name(name).resolve()
+    except AdkError as err:
+        raise ConfigError(
+            "dev_resources does not import",
+            reason="invalid_dev_resources",
+            details={"key": "dev_resources", "type": str(err.details.get("error", ""))},
+        ) from None
+    if not isinstance(found, DevResources) and not callable(found):
+        raise ConfigError(
+            "dev_resources must name a resource provider callable or a DevResources value",
+            reason="invalid_dev_resources",
+            details={"key": "dev_resources", "type": type(found).__name__},
+        )
+    return found
+
+
 def _serve(admin_port: int) -> int:
     from adk_actors.runtime.system import attach
     from adk_actors.settings import Settings
@@ -149,7 +176,8 @@ def _serve(admin_port: int) -> int:
         from adk_actors.web.legacy_a2a import legacy_a2a_app
 
         legacy = legacy_a2a_app(handle)
-    app: Any = _Composite(dev_app(handle, token=token, a2a=a2a), mcp=mcp, a2a=a2a, legacy=legacy)
+    resources = _resources(settings.dev_resources) if settings.dev_resources else None
+    app: Any = _Composite(dev_app(handle, token=token, a2a=a2a, resources=resources), mcp=mcp, a2a=a2a, legacy=legacy)
     deadline = time.monotonic() + BIND_RETRY_S
     while True:
         try:

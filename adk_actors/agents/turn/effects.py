@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from adk_actors.context.cache import CacheCall
 from adk_actors.errors import AdkError
 from adk_actors.telemetry import TelemetryEvent
 
@@ -24,6 +25,7 @@ __all__ = [
     "CallRemoteTool",
     "Cancel",
     "CheckGate",
+    "Compress",
     "Effect",
     "Fail",
     "Ingest",
@@ -60,6 +62,9 @@ class CallModel:
     request carries it."""
     span: bool = False
     """Record the model call's span (the turn records spans); otherwise the request only carries ``trace``."""
+    cache: CacheCall | None = None
+    """The Runner's prefix cache for this call (``context_cache``): the executor acquires a cached prefix first and
+    sends the request without it (docs/CONTEXT.md); ``None``: a plain call."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,14 +155,41 @@ class ResolveInstructions:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Compress:
+    """Summarize folded history for a compaction checkpoint: ``function`` set, a job in the worker pool
+    (``function(request)``, ``request`` being ``{"history", "folded_events", "max_summary_bytes"}``, answering
+    the summary ``str``); otherwise a provider call (an I/O thread) with ``config`` and ``history``, answering a
+    ``ModelResponse``."""
+
+    id: int
+    config: dict[str, Any] = field(repr=False)
+    """The summarizing provider config (model compressor)."""
+    history: list[dict[str, Any]] = field(repr=False)
+    """The provider history of the summarization request (model compressor)."""
+    function: Any = None
+    """The user function's ``CallableRef`` (function compressor)."""
+    request: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The function compressor's argument."""
+    max_memory_mb: int | None = None
+    """The function's memory bound for its worker job (``None``: the pool's)."""
+    deadline: float
+    trace: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Ingest:
-    """Add an invocation's texts to the user's memory (``memory_ingestion="on_success"``): a worker job nobody
-    waits for; its outcome is only logged."""
+    """Add an invocation's texts to the user's memory: ``memory_ingestion="on_success"``, a worker job nobody
+    waits for (its outcome is only logged); ``"durable"`` (``outbox`` set), a worker job that enqueues them in the
+    outbox and kicks its drainer, whose result goes back to the turn as effect ``id``."""
 
     memory: Any
     session_id: str
     items: tuple[dict[str, str], ...] = field(repr=False)
     deadline: float
+    outbox: Any = None
+    """Durable mode: the :class:`~adk_actors.memory.drain.DrainerSpec`."""
+    id: int = 0
+    """Durable mode: the effect id the enqueue's outcome is reported to (the turn waits for the commit)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,6 +320,7 @@ Effect: TypeAlias = (
     | RunHook
     | RunPlugin
     | ResolveInstructions
+    | Compress
     | Ingest
     | CallAgent
     | CallRemoteTool

@@ -31,6 +31,7 @@ admission answer, so a late permit is released; session writes; the conversation
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
@@ -42,7 +43,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from adk_actors.agents.context import check_request_envelope, history_from_events
+from adk_actors.agents.context import (
+    COMPACTION,
+    CompactionPlan,
+    check_request_envelope,
+    history_from_events,
+    plan_compaction,
+)
 from adk_actors.agents.instructions import artifact_names, render_template
 from adk_actors.agents.messages import Delegated, Invoke, PromptOutcome, RunnerTurn, TurnEvent, TurnResult
 from adk_actors.agents.spec import AgentSpec, ToolSpec, compile_spec_catalog
@@ -54,6 +61,7 @@ from adk_actors.agents.turn.effects import (
     CallRemoteTool,
     Cancel,
     CheckGate,
+    Compress,
     Effect,
     Fail,
     Ingest,
@@ -84,8 +92,10 @@ from adk_actors.agents.turn.pauses import (
     round_state,
     select_pause,
 )
+from adk_actors.artifacts.tool import take_request_parts, with_request_parts
 from adk_actors.content.json_values import copy_json
 from adk_actors.content.parts import FunctionCallPart, FunctionResponsePart
+from adk_actors.context.cache import CacheCall, CacheOptions, scope_fingerprint
 from adk_actors.errors import (
     AdkError,
     AgentError,
@@ -147,6 +157,33 @@ _PROVIDER_TAGS = frozenset(
     }
 )
 _TAG_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+_NOT_FOR_SUMMARIES = frozenset(
+    {
+        "instructions",
+        "global_instruction",
+        "builtin_tools",
+        "tool_config",
+        "generation_config",
+        "thinking_config",
+        "response_mime_type",
+        "response_schema",
+        "cached_content",
+        "input_schema",
+        "output_schema",
+        "output_key",
+        "sub_agents",
+        "callbacks",
+        "callback_config",
+    }
+)
+"""Agent config keys a model compressor's request leaves out: it summarizes, with no tools, schema or cache."""
+_SUMMARIZE_INSTRUCTIONS = (
+    "You compress a conversation for your own later reference. Write a factual summary of the conversation so "
+    "far: the user's goals and questions, the facts, names, numbers and decisions established, tool results that "
+    "matter, and what is still open. Plain text, at most {limit} bytes, no preamble."
+)
+_SUMMARIZE_ASK = "Summarize the conversation above now, as instructed."
 
 OnResult = Callable[[Any, AdkError | None], None]
 
@@ -431,6 +468,8 @@ class Turn:
         self.dispatching = False
         self.started = 0.0
         self.model_started = 0.0
+        self.tokens: dict[str, int] | None = None
+        """The turn's provider token counts so far (summed over its model calls), reported at its end."""
         self.tool_started: dict[int, float] = {}
         self.request_config: dict[str, Any] = {}
         """What ``before_model`` plugins changed in the config of the next model call (that call only)."""
@@ -446,6 +485,8 @@ class Turn:
         self.escalate = False
         self.transfer: str | None = None
         """The sub-agent a tool of the current round handed the turn to (taken once the round is answered)."""
+        self.request_parts: list[dict[str, Any]] = []
+        """Content the round's tools (``load_artifacts``) gave the next model request only (never stored)."""
         self._ids = itertools.count(1)
         self._waiting: dict[int, tuple[OnResult, bool]] = {}
         self._progress: dict[int, Callable[[Any], None]] = {}
@@ -1252,6 +1293,10 @@ class Turn:
             return
         if self.session is not None and not self._prepare_session_call():
             return
+        self._model_request()
+
+    def _model_request(self) -> None:
+        """The model call's hooks, then the provider (the history is built)."""
         if self._has("before_model"):
             request = {
                 "history": self.history,
@@ -1303,7 +1348,8 @@ class Turn:
 
     def _prepare_session_call(self) -> bool:
         """Budgets and the model's history (from the session's events) for the next call of a Runner invocation;
-        False (after failing the turn) when refused."""
+        False when refused (after failing the turn) or when a compaction pass runs first (it goes on with the
+        model request once the checkpoint is stored)."""
         session = self._runner
         options = session.request.options
         session.llm_calls += 1
@@ -1317,16 +1363,31 @@ class Turn:
                 ),
             )
             return False
+        return self._session_history(compacted=False)
+
+    def _session_history(self, *, compacted: bool) -> bool:
+        """Build the model's history from the session's events; over budget under overflow ``"compress"`` (and
+        not yet compacted for this call), start a compaction pass instead."""
+        session = self._runner
+        options = session.request.options
+        policy = options.context_policy
         events = session.events
         if self.spec.history_policy == "exclude":  # earlier turns are removed; this invocation's input stays
             events = [e for e in events if e.invocation_id == self.invocation_id]
         try:
-            history, stats = history_from_events(
-                events, current_invocation_id=self.invocation_id, policy=options.context_policy
-            )
-            envelope = check_request_envelope(
-                self.config, history, list(self.plan.declarations), options.context_policy
-            )
+            history, stats = history_from_events(events, current_invocation_id=self.invocation_id, policy=policy)
+            envelope = check_request_envelope(self.config, history, list(self.plan.declarations), policy)
+        except BudgetExceeded as err:
+            if (
+                policy.overflow == "compress"
+                and err.reason == "context_budget_exceeded"
+                and not compacted
+                and self.spec.history_policy != "exclude"
+            ):
+                self._compact(err, retried=False)
+            else:
+                self._finish(None, err)
+            return False
         except AdkError as err:
             self._finish(None, err)
             return False
@@ -1342,8 +1403,167 @@ class Turn:
         )
         if self.memory_block:
             history = _with_reference(history, self.memory_block)
+        history, self.request_parts = with_request_parts(history, self.request_parts), []
         self.history = history
         return True
+
+    # ---- compaction ---------------------------------------------------------------------------------------------
+    def _compact(self, over: BudgetExceeded, *, retried: bool) -> None:
+        """One compaction pass: read the session (its sequence numbers and version), fold its oldest whole
+        invocations (:func:`~adk_actors.agents.context.plan_compaction`) with the compressor, store the checkpoint
+        with ``compact_events`` at the version read, then build the history again. Rules: nothing foldable ->
+        ``over`` (as under ``"error"``); a stale version (a write landed meanwhile) -> read and fold once more;
+        any other failure -> ``context_compaction_failed``."""
+        session = self._runner
+        started = self.clock()
+
+        def read(results: list[Any], error: AdkError | None) -> None:
+            if self.done:
+                return
+            if error is not None:
+                self._compaction_failed("session_read", error)
+                return
+            stored = results[0]
+            pinned = {p.invocation_id for p in open_pauses(stored.events, stored.state)}
+            try:
+                plan = plan_compaction(
+                    stored.events,
+                    stored.event_seqs,
+                    current_invocation_id=self.invocation_id,
+                    policy=session.request.options.context_policy,
+                    pinned_invocations=pinned,
+                )
+            except AdkError as err:
+                self._finish(None, err)
+                return
+            if plan is None:
+                self._finish(None, over)
+                return
+            self._summarize(plan, stored, over, retried=retried, started=started)
+
+        deadline = self._bounded()
+        if deadline is not None:
+            self._session_call([SessionOp(method="get_session", args=(session.ref,))], read, deadline=deadline)
+
+    def _summarize(
+        self, plan: CompactionPlan, stored: Any, over: BudgetExceeded, *, retried: bool, started: float
+    ) -> None:
+        """Run the compressor over the plan's history (nothing to read: an empty summary, no run)."""
+        compressor = self._runner.request.options.context_policy.compressor
+        assert compressor is not None
+        if not plan.history:
+            self._checkpoint(plan, stored, "", over, retried=retried, started=started)
+            return
+        deadline = self._bounded()
+        if deadline is None:
+            return
+        deadline = min(deadline, self.clock() + compressor.timeout_ms / 1000.0)
+        limit = compressor.max_summary_bytes
+
+        def summarized(value: Any, error: AdkError | None) -> None:
+            if error is not None:
+                self._compaction_failed("compressor", error)
+                return
+            summary = value.text if isinstance(value, ModelResponse) else value
+            if not isinstance(summary, str) or not summary.strip():
+                self._compaction_failed("invalid_summary", None, {"type": type(summary).__name__})
+                return
+            size = len(summary.encode("utf-8", "replace"))
+            if size > limit:
+                self._compaction_failed("summary_too_large", None, {"summary_bytes": size, "max_summary_bytes": limit})
+                return
+            self._checkpoint(plan, stored, summary, over, retried=retried, started=started)
+
+        effect_id = self._id(summarized, cancellable=True)
+        if compressor.function is not None:
+            request = {"history": plan.history, "folded_events": plan.folded_events, "max_summary_bytes": limit}
+            self._out.append(
+                Compress(
+                    id=effect_id,
+                    config={},
+                    history=[],
+                    function=compressor.function,
+                    request=request,
+                    max_memory_mb=compressor.max_memory_mb,
+                    deadline=deadline,
+                )
+            )
+            return
+        config = {k: v for k, v in self.config.items() if k not in _NOT_FOR_SUMMARIES}
+        config["instructions"] = compressor.instructions or _SUMMARIZE_INSTRUCTIONS.format(limit=limit)
+        if compressor.model is not None:
+            config["model"] = compressor.model
+        ask = {"role": "user", "content": {"schema_version": 1, "parts": [{"type": "text", "text": _SUMMARIZE_ASK}]}}
+        self._out.append(
+            Compress(id=effect_id, config=config, history=[*plan.history, ask], deadline=deadline, trace=self.trace)
+        )
+
+    def _checkpoint(
+        self, plan: CompactionPlan, stored: Any, summary: str, over: BudgetExceeded, *, retried: bool, started: float
+    ) -> None:
+        """Store the checkpoint in place of the folded events, at the version read."""
+        session = self._runner
+        compressor = session.request.options.context_policy.compressor
+        assert compressor is not None
+        summary_bytes = len(summary.encode("utf-8", "replace"))
+        record = {
+            "type": COMPACTION,
+            "through_seq": plan.through_seq,
+            "folded_events": plan.folded_events,
+            "summary_bytes": summary_bytes,
+            "fingerprint": hashlib.sha256(summary.encode("utf-8", "replace")).hexdigest()[:32],
+            "compressor": compressor.kind,
+        }
+        event = Event.new(
+            invocation_id=uuid.uuid4().hex,
+            author=self.spec.name,
+            content={"schema_version": 1, "parts": [{"type": "text", "text": summary}]} if summary else None,
+            actions=EventActions(context_effects=(record,)),
+        ).redacted()
+
+        def written(_results: Any, error: AdkError | None) -> None:
+            if self.done:
+                return
+            if isinstance(error, ConcurrencyConflict) and error.reason == "stale_session" and not retried:
+                self._compact(over, retried=True)
+                return
+            if error is not None:
+                self._compaction_failed("checkpoint_write", error)
+                return
+            folded = {e.id for e in stored.events[: plan.folded_events]}
+            known = {e.id for e in stored.events}
+            kept = list(stored.events[plan.folded_events :])
+            # Events this turn stored after the read (none, unless a write was in flight) stay, in their order.
+            session.events = [event, *kept, *(e for e in session.events if e.id not in known and e.id not in folded)]
+            self._emit(
+                "agent.context.compact",
+                {
+                    "folded_events": plan.folded_events,
+                    "summary_bytes": summary_bytes,
+                    "remaining_bytes": plan.remaining_bytes,
+                    "duration_ms": int((self.clock() - started) * 1000),
+                },
+                fingerprint=record["fingerprint"],
+                compressor=compressor.kind,
+            )
+            if self._session_history(compacted=True):
+                self._model_request()
+
+        op = SessionOp(
+            method="compact_events",
+            args=(session.ref,),
+            kwargs={"through_seq": plan.through_seq, "compaction_event": event, "expected_version": stored.version},
+        )
+        self._session_call([op], written)
+
+    def _compaction_failed(self, stage: str, error: AdkError | None, details: Mapping[str, Any] | None = None) -> None:
+        """Fail the turn: the pass could not produce or store its checkpoint (nothing was replaced)."""
+        info: dict[str, Any] = {"stage": stage, **(details or {})}
+        if error is not None:
+            info["cause"] = structural_failure(error).reason[:64]
+        self._finish(
+            None, AgentError("the context could not be compacted", reason="context_compaction_failed", details=info)
+        )
 
     def _provider(self, history: list[dict[str, Any]], deadline: float) -> None:
         config = {**self.config, **self.request_config} if self.request_config else self.config
@@ -1377,12 +1597,15 @@ class Turn:
         session = self.session
         effect_id = self._id(answered, cancellable=True)
         streaming, max_bytes = "none", 0
+        cache: CacheCall | None = None
         if session is not None:
             options = session.request.options
             session.streamed = []
             streaming, max_bytes = options.streaming_mode, options.max_stream_output_bytes
             if streaming != "none":
                 self._progress[effect_id] = self._on_delta
+            if options.context_cache is not None:
+                cache = self._cache_call(options.context_cache, config)
         self._out.append(
             CallModel(
                 id=effect_id,
@@ -1394,8 +1617,21 @@ class Turn:
                 max_stream_bytes=max_bytes,
                 trace=self.trace,
                 span=self.span is not None,
+                cache=cache,
             )
         )
+
+    def _cache_call(self, options: CacheOptions, config: dict[str, Any]) -> CacheCall:
+        """The prefix-cache scope of this call: provider, app, user, model and the option's policy."""
+        provider = config.get("provider", "gemini")
+        scope = scope_fingerprint(
+            self.scope.get("app_name", ""),
+            self.scope.get("user_id", ""),
+            str(config.get("model", "")),
+            options.policy,
+            provider=provider if isinstance(provider, str) else "custom",
+        )
+        return CacheCall(options=options, scope=scope)
 
     def _plugin_answer(self, original: ModelResponse, kind: str, value: Any) -> None:
         """The plugins' ``after_model`` answered: a return skips the agent's ``after_model`` callback; an amendment
@@ -1472,9 +1708,17 @@ class Turn:
         measurements: dict[str, Any] = {"duration_ms": round((self.clock() - self.model_started) * 1000, 3)}
         usage = response.usage if response is not None and error is None else None
         if usage:
-            for key, name in (("prompt_token_count", "input_tokens"), ("candidates_token_count", "output_tokens")):
+            for key, name in (
+                ("prompt_token_count", "input_tokens"),
+                ("candidates_token_count", "output_tokens"),
+                ("cached_content_token_count", "cached_tokens"),
+                ("total_token_count", "total_tokens"),
+            ):
                 if isinstance(usage.get(key), int) and not isinstance(usage.get(key), bool):
                     measurements[name] = usage[key]
+                    totals = self.tokens if self.tokens is not None else {}
+                    totals[name] = totals.get(name, 0) + usage[key]
+                    self.tokens = totals
         self._emit("agent.model.stop", measurements, outcome="ok" if error is None else error.reason)
         if error is not None or response is None:
             if error is not None:
@@ -1595,20 +1839,40 @@ class Turn:
             return
 
         def persisted() -> None:
-            self._ingest()
-            self._finish(TurnResult(kind="completed", output=output), None)
+            result = TurnResult(kind="completed", output=output)
+
+            def committed(error: AdkError | None) -> None:
+                if error is None:
+                    self._finish(result, None)
+                    return
+                self._finish(
+                    None,
+                    AgentError(
+                        "the answer is stored but its texts could not be committed to the memory outbox",
+                        reason="memory_ingestion_failed",
+                        details={"type": str(error.reason)},
+                    ),
+                )
+
+            if not self._ingest(committed):
+                self._finish(result, None)
 
         self._persist(final, persisted, boundary=True)
 
-    def _ingest(self) -> None:
+    def _ingest(self, then: Callable[[AdkError | None], None]) -> bool:
         """``memory_ingestion="on_success"``: hand the invocation's input and answer (their text, scrubbed of
-        configured secret values) to a worker job that adds them to the user's memory; nobody waits for it."""
+        configured secret values) to a worker job that adds them to the user's memory; nobody waits for it.
+        ``"durable"``: the job enqueues them in the outbox and the turn ends (``then``) once it has answered, so an
+        answered turn's texts are committed; a failed enqueue fails the invocation with ``memory_ingestion_failed``
+        (its answer is stored: a retry of the enqueue is idempotent per event). Returns whether ``then`` will be
+        called."""
         session = self._runner
-        if session.request.options.memory_ingestion != "on_success":
-            return
+        options = session.request.options
+        if options.memory_ingestion not in ("on_success", "durable"):
+            return False
         access = self._memory_access()
         if access is None:
-            return
+            return False
         items = []
         for event in session.events:
             if event.invocation_id != self.invocation_id or event.partial or event.content is None:
@@ -1617,12 +1881,23 @@ class Turn:
                 continue
             text = scrub_text(_text_of(event.content.to_dict()))
             if text.strip():
-                items.append({"event_id": event.id, "author": event.author, "text": text[:65536]})
-        if items:
-            deadline = self.clock() + 60.0
-            self._out.append(
-                Ingest(memory=access, session_id=self.scope["session_id"], items=tuple(items), deadline=deadline)
+                cut = text.encode("utf-8")[:65536].decode("utf-8", "ignore")  # memory's bound is in bytes
+                items.append({"event_id": event.id, "author": event.author, "text": cut})
+        if not items:
+            return False
+        deadline = self.clock() + 60.0
+        durable = options.memory_ingestion == "durable"
+        self._out.append(
+            Ingest(
+                memory=access,
+                session_id=self.scope["session_id"],
+                items=tuple(items),
+                deadline=self.clock() + 30.0 if durable else deadline,
+                outbox=options.memory_outbox if durable else None,
+                id=self._id(lambda _value, error: then(error)) if durable else 0,
             )
+        )
+        return durable
 
     def _output(self, response: ModelResponse) -> Any:
         spec = self.spec
@@ -1668,6 +1943,8 @@ class Turn:
             return
         self.calls = [dict(c) for c in response.function_calls]
         self.responses = [None] * len(self.calls)
+        if self.session is not None:  # indices are per round: a new round has stored none of its answers yet
+            self.session.persisted.clear()
         self.groups = self._group(range(len(self.calls)))
         self._next_group()
 
@@ -1971,6 +2248,7 @@ class Turn:
             effects = control.get("context_effects")
             if isinstance(effects, list):
                 self.session.control.setdefault("context_effects", []).extend(e for e in effects if isinstance(e, dict))
+            self.request_parts = take_request_parts(self.request_parts, control)
         return True
 
     # ---- other agents -------------------------------------------------------------------------------------------
@@ -2189,6 +2467,8 @@ class Turn:
     def _complete(self, value: Any, error: AdkError | None) -> None:
         """The turn's end: telemetry, the ``on_error`` hook, the compatibility conversation, the answer."""
         duration = {"duration_ms": round((self.clock() - self.started) * 1000, 3)} if self.started else {}
+        if self.tokens:  # the provider's usage over every model call of the turn
+            duration.update(self.tokens)
         for key in list(self.open_spans):
             self._end_span(key, "cancelled")
         if self.span is not None:

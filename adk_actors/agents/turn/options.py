@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adk_actors.agents.context import ContextPolicy
+from adk_actors.context.cache import CacheOptions, context_cache_options
 from adk_actors.errors import ConfigError
 from adk_actors.observability.exporters import exporter_plugins
 from adk_actors.plugins.descriptors import PluginPipeline, compile_plugins
@@ -66,7 +67,12 @@ class RunnerOptions:
     """Preload: ``{"limit", "filter", "max_hit_bytes", "max_total_bytes", "on_error"}`` (validated), or ``None``."""
     memory_ingestion: str | None = None
     """``"on_success"``: after the final event, the invocation's input and answer are added to the user's memory
-    (idempotently, without waiting); ``None``: nothing is ingested."""
+    (idempotently, without waiting); ``"durable"``: they are enqueued in ``memory_outbox`` (the turn waits for the
+    commit) and its drainer adds them; ``None``: nothing is ingested."""
+    memory_outbox: Any = None
+    """``memory_ingestion="durable"``: the :class:`~adk_actors.memory.drain.DrainerSpec` (outbox, service, knobs)."""
+    context_cache: CacheOptions | None = None
+    """The provider prefix cache (``context_cache={"cache": ContextCache, ...}``, docs/CONTEXT.md) or ``None``."""
 
 
 def _int(value: Any, key: str, *, minimum: int = 1, maximum: int | None = None, none: bool = False) -> Any:
@@ -105,11 +111,12 @@ def runner_options(**options: Any) -> RunnerOptions:
     ``runtime_policy`` (see :class:`~adk_actors.policy.RuntimePolicy`), ``plugins`` (plugin descriptors, see
     docs/PLUGINS.md), ``observability`` (``"disabled"`` or ``{"attributes": {...}}``, see docs/OBSERVABILITY.md),
     ``artifact_svc`` (an artifact service that pickles, see docs/ARTIFACTS.md), ``memory_svc`` and
-    ``memory_retrieval`` (see docs/MEMORY.md).
+    ``memory_retrieval`` (see docs/MEMORY.md), ``context_cache`` (see docs/CONTEXT.md).
 
     Raises:
-        ConfigError: ``unknown_key`` or ``invalid_value`` with ``details["key"]``; ``context_compress_unsupported``;
-            the plugin descriptor reasons (``duplicate_plugin_id``, ``invalid_plugin_mode``...).
+        ConfigError: ``unknown_key`` or ``invalid_value`` with ``details["key"]`` (``"compressor"``: overflow
+            ``"compress"`` without a compressor, or the reverse); the plugin descriptor reasons
+            (``duplicate_plugin_id``, ``invalid_plugin_mode``...).
     """
     known = {
         "run_timeout",
@@ -127,6 +134,7 @@ def runner_options(**options: Any) -> RunnerOptions:
         "memory_svc",
         "memory_retrieval",
         "memory_ingestion",
+        "context_cache",
     }
     unknown = sorted(k for k in options if k not in known)
     if unknown:
@@ -170,7 +178,7 @@ def runner_options(**options: Any) -> RunnerOptions:
     artifacts = _shareable(options.get("artifact_svc"), "artifact_svc", _ARTIFACT_METHODS, "FileArtifactService")
     memory = _shareable(options.get("memory_svc"), "memory_svc", _MEMORY_METHODS, "SqlMemoryService")
     retrieval = _retrieval(options.get("memory_retrieval"), memory)
-    ingestion = _ingestion(options.get("memory_ingestion"), memory)
+    ingestion, outbox = _ingestion(options.get("memory_ingestion"), memory)
     return RunnerOptions(
         run_timeout_ms=_int(options.get("run_timeout"), "run_timeout", none=True, maximum=MAX_RUN_TIMEOUT_MS),
         max_llm_calls=_int(options.get("max_llm_calls", 32), "max_llm_calls"),
@@ -196,6 +204,8 @@ def runner_options(**options: Any) -> RunnerOptions:
         memory_svc=memory,
         memory_retrieval=retrieval,
         memory_ingestion=ingestion,
+        memory_outbox=outbox,
+        context_cache=context_cache_options(options.get("context_cache")),
     )
 
 
@@ -224,24 +234,66 @@ def _shareable(service: Any, key: str, methods: tuple[str, ...], example: str) -
     return service
 
 
-def _ingestion(value: Any, memory: Any) -> str | None:
-    """``memory_ingestion``: ``None`` or ``"on_success"`` (needs ``memory_svc``); the durable outbox mode is not
-    built yet and is refused by name."""
+_DURABLE_KEYS = frozenset({"mode", "outbox", "lease_ms", "batch", "concurrency"})
+
+
+def _ingestion(value: Any, memory: Any) -> tuple[str | None, Any]:
+    """``memory_ingestion``: ``None``, ``"on_success"`` or ``{"mode": "durable", "outbox": <MemoryOutbox or SQL URL>,
+    "lease_ms", "batch", "concurrency"}`` (all need ``memory_svc``). The durable outbox is opened (and migrated)
+    here, so a Runner is never built on an outbox it cannot reach. Returns ``(mode, drainer spec or None)``."""
     if value is None:
-        return None
+        return None, None
     if isinstance(value, Mapping) and value.get("mode") == "durable":
+        return "durable", _durable(value, memory)
+    if value != "on_success":
         raise ConfigError(
-            "durable memory ingestion (the SQL outbox) is not available yet; use on_success",
-            reason="durable_ingestion_unavailable",
+            "memory_ingestion is on_success or {mode: durable, ...}",
+            reason="invalid_value",
             details={"key": "memory_ingestion"},
         )
-    if value != "on_success":
-        raise ConfigError("memory_ingestion is on_success", reason="invalid_value", details={"key": "memory_ingestion"})
     if memory is None:
         raise ConfigError(
             "memory_ingestion needs memory_svc", reason="invalid_value", details={"key": "memory_ingestion"}
         )
-    return "on_success"
+    return "on_success", None
+
+
+def _durable(value: Mapping[str, Any], memory: Any) -> Any:
+    from adk_actors.errors import AdkError
+    from adk_actors.memory.drain import DrainerSpec
+    from adk_actors.memory.outbox import MemoryOutbox
+
+    outbox = value.get("outbox")
+    if outbox is None:
+        raise ConfigError(
+            "durable memory ingestion needs an outbox (a MemoryOutbox or its SQL URL)",
+            reason="durable_ingestion_unavailable",
+            details={"key": "memory_ingestion.outbox"},
+        )
+    spec = dict(_strict(value, "memory_ingestion", _DURABLE_KEYS))
+    if memory is None:
+        raise ConfigError(
+            "memory_ingestion needs memory_svc", reason="invalid_value", details={"key": "memory_ingestion"}
+        )
+    if isinstance(outbox, str):
+        outbox = MemoryOutbox(outbox)
+    knobs = {k: spec[k] for k in ("lease_ms", "batch", "concurrency") if k in spec}
+    try:
+        drainer = DrainerSpec(outbox=outbox, memory=memory, **knobs).check()
+    except ConfigError as err:
+        key = (err.details or {}).get("key", "")
+        raise ConfigError(
+            f"memory_ingestion.{key} is invalid", reason=err.reason, details={"key": f"memory_ingestion.{key}"}
+        ) from None
+    try:
+        outbox.open()
+    except AdkError as err:
+        raise ConfigError(
+            "the durable memory outbox is unavailable",
+            reason="durable_ingestion_unavailable",
+            details={"key": "memory_ingestion.outbox", "error": err.reason},
+        ) from None
+    return drainer
 
 
 def _retrieval(value: Any, memory: Any) -> dict[str, Any] | None:

@@ -59,6 +59,8 @@ PROVIDER_KEYS = frozenset(
         "safety_settings",
         "response_mime_type",
         "response_schema",
+        # A cachedContents resource holding the request's stable prefix (see docs/CONTEXT.md).
+        "cached_content",
     }
 )
 AGENT_KEYS = frozenset(
@@ -110,6 +112,7 @@ _SAFETY_THRESHOLDS = {
 }
 _CALLING_MODES = ("auto", "any", "none", "validated")
 _BUILTIN_TOOLS = ("google_search",)
+_CACHED_CONTENT_RE = re.compile(r"^cachedContents/[A-Za-z0-9_-]{1,128}$")
 _MODEL_RE = re.compile(r"^(?:(?:models|tunedModels)/)?[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _MAX_RETRY_ATTEMPTS = 10
@@ -150,6 +153,9 @@ class GeminiConfig:
     """``generationConfig`` body member (possibly empty)."""
     safety_settings_wire: tuple[dict[str, str], ...] = ()
     """``safetySettings`` body member."""
+    cached_content: str | None = None
+    """``cachedContents/{id}`` holding the system instruction, tools and tool config: the request then carries
+    ``cachedContent`` and omits those three members (the service refuses them alongside a cache)."""
 
     @property
     def include_thoughts(self) -> bool:
@@ -482,7 +488,16 @@ def parse_config(config: Mapping[str, Any]) -> GeminiConfig:
         tool_config_wire=_tool_config(spec["tool_config"]) if "tool_config" in spec else None,
         generation_config_wire=gen_wire,
         safety_settings_wire=safety,
+        cached_content=_cached_content(spec.get("cached_content")),
     )
+
+
+def _cached_content(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _CACHED_CONTENT_RE.match(value):
+        raise _invalid("cached_content", "a cachedContents/{id} resource name")
+    return value
 
 
 def resolve_api_key(cfg: GeminiConfig, environ: Mapping[str, str] | None = None) -> Secret:

@@ -25,6 +25,8 @@ __all__ = [
     "normalise_b64",
     "part_from_wire",
     "part_to_wire",
+    "prefix_members",
+    "system_parts_of",
     "tools_to_wire",
     "validated_content",
 ]
@@ -331,6 +333,40 @@ def tools_to_wire(tools: Sequence[Any], builtin_tools: Sequence[str]) -> list[di
     return wire
 
 
+def prefix_members(cfg: GeminiConfig, system_parts: list[dict[str, Any]], tools: Sequence[Any]) -> dict[str, Any]:
+    """The stable prefix members of a request: ``systemInstruction``, ``tools``, ``toolConfig`` (those present).
+
+    Raises:
+        ConfigError: a malformed tool declaration.
+    """
+    members: dict[str, Any] = {}
+    if system_parts:
+        members["systemInstruction"] = {"role": "user", "parts": system_parts}
+    wire_tools = tools_to_wire(tools, cfg.builtin_tools)
+    if wire_tools:
+        members["tools"] = wire_tools
+    if cfg.tool_config_wire:
+        members["toolConfig"] = cfg.tool_config_wire
+    return members
+
+
+def system_parts_of(cfg: GeminiConfig, history: Sequence[Any]) -> list[dict[str, Any]]:
+    """The ``systemInstruction`` parts of a request: the config's instructions, then ``system`` history entries.
+
+    Raises:
+        ContentError: a malformed ``system`` entry.
+    """
+    parts: list[dict[str, Any]] = [{"text": text} for text in cfg.system_instruction]
+    for i, entry in enumerate(history):
+        if isinstance(entry, Mapping) and entry.get("role") == "system" and "content" in entry:
+            path = f"history[{i}].content"
+            wire = content_to_wire(validated_content(entry["content"], path), "system", path)
+            if any(set(p) - {"text"} for p in wire["parts"]):
+                raise _bad(path, "system entries may hold text parts only")
+            parts.extend(wire["parts"])
+    return parts
+
+
 def build_request(cfg: GeminiConfig, history: Sequence[Any], tools: Sequence[Any] = ()) -> dict[str, Any]:
     """The ``GenerateContentRequest`` body for ``history`` under ``cfg``.
 
@@ -375,13 +411,10 @@ def build_request(cfg: GeminiConfig, history: Sequence[Any], tools: Sequence[Any
             "the request has no user or model content", reason="empty_history", details={"path": "history"}
         )
     body: dict[str, Any] = {"contents": contents}
-    if system_parts:
-        body["systemInstruction"] = {"role": "user", "parts": system_parts}
-    wire_tools = tools_to_wire(tools, cfg.builtin_tools)
-    if wire_tools:
-        body["tools"] = wire_tools
-    if cfg.tool_config_wire:
-        body["toolConfig"] = cfg.tool_config_wire
+    if cfg.cached_content is not None:  # the cache holds the prefix; the service refuses it sent again
+        body["cachedContent"] = cfg.cached_content
+    else:
+        body.update(prefix_members(cfg, system_parts, tools))
     if cfg.safety_settings_wire:
         body["safetySettings"] = [dict(s) for s in cfg.safety_settings_wire]
     if cfg.generation_config_wire:

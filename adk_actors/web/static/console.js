@@ -1006,6 +1006,244 @@
     }
   }
 
+  // ---- Resources: memory and artifacts of one exact scope ----------------------------------------------------
+
+  const resources = { app: "", user: "", session: "", cursor: null, name: null, pending: null };
+
+  function scopeOf(prefix) {
+    return {
+      app: $(`${prefix}-app`).value.trim(),
+      user: $(`${prefix}-user`).value.trim(),
+      session: $(`${prefix}-session`).value.trim(),
+    };
+  }
+
+  async function loadResources(event) {
+    if (event) event.preventDefault();
+    showMessage($("res-error"), "");
+    Object.assign(resources, scopeOf("res"), { cursor: null, name: null, pending: null });
+    $("art-detail").hidden = true;
+    $("art-rows").replaceChildren();
+    $("mem-rows").replaceChildren();
+    try {
+      const info = await api("GET", `/memory/${pathOf(resources.app, resources.user)}`);
+      const limits = info.limits || {};
+      $("mem-info").textContent =
+        `${info.entries} entries · ${info.adapter} adapter, ${info.search} search · at most ${limits.max_results} hits`;
+    } catch (err) {
+      $("mem-info").textContent = describe(err);
+    }
+    if (resources.session) await loadArtifactNames();
+  }
+
+  async function loadArtifactNames() {
+    try {
+      const query = new URLSearchParams({ limit: "20" });
+      if (resources.cursor) query.set("cursor", resources.cursor);
+      const page = await api("GET", `/artifacts/${pathOf(resources.app, resources.user, resources.session)}?${query}`);
+      const names = Array.isArray(page.names) ? page.names : [];
+      for (const name of names) {
+        const row = el("tr", "art-row");
+        row.append(el("td", "mono", name));
+        row.tabIndex = 0;
+        row.addEventListener("click", () => showVersions(name));
+        $("art-rows").append(row);
+      }
+      resources.cursor = page.next_cursor || null;
+      $("art-more").hidden = !resources.cursor;
+      $("art-empty").hidden = $("art-rows").children.length > 0;
+    } catch (err) {
+      showMessage($("res-error"), describe(err));
+    }
+  }
+
+  async function showVersions(name) {
+    resources.name = name;
+    $("art-confirm").hidden = true;
+    showMessage($("art-ok"), "");
+    try {
+      const query = new URLSearchParams({ name, limit: "100" });
+      const page = await api("GET", `/artifacts/${pathOf(resources.app, resources.user, resources.session)}/versions?${query}`);
+      const rows = $("ver-rows");
+      rows.replaceChildren();
+      const selector = $("art-selector");
+      selector.replaceChildren(el("option", null, "latest"), el("option", null, "all"));
+      for (const v of Array.isArray(page.versions) ? page.versions : []) {
+        const row = el("tr", "ver-row");
+        const created = new Date(Number(v.created_at) * 1000).toLocaleString();
+        row.append(
+          el("td", "mono", v.version),
+          el("td", "mono", v.size),
+          el("td", "mono", v.mime_type),
+          el("td", "mono", String(v.digest || "").slice(0, 19)),
+          el("td", "mono", created),
+        );
+        rows.append(row);
+        selector.append(el("option", null, String(v.version)));
+      }
+      $("art-name").textContent = name;
+      $("art-detail").hidden = false;
+    } catch (err) {
+      showMessage($("res-error"), describe(err));
+    }
+  }
+
+  function askDelete() {
+    const selector = $("art-selector").value;
+    resources.pending = {
+      app_name: resources.app,
+      user_id: resources.user,
+      session_id: resources.session,
+      name: resources.name,
+      selector,
+    };
+    $("art-confirm-json").textContent = JSON.stringify(resources.pending, null, 1);
+    $("art-confirm").hidden = false;
+  }
+
+  async function confirmDelete() {
+    const confirmation = resources.pending;
+    if (!confirmation) return;
+    $("art-confirm").hidden = true;
+    resources.pending = null;
+    try {
+      const done = await api(
+        "POST",
+        `/artifacts/${pathOf(resources.app, resources.user, resources.session)}/delete`,
+        { name: confirmation.name, selector: confirmation.selector, confirmation },
+      );
+      showMessage($("art-ok"), `Deleted ${done.deleted} version(s) of ${confirmation.name}.`);
+      await showVersions(confirmation.name);
+      showMessage($("art-ok"), `Deleted ${done.deleted} version(s) of ${confirmation.name}.`);
+    } catch (err) {
+      showMessage($("res-error"), describe(err));
+    }
+  }
+
+  async function searchMemory(event) {
+    if (event) event.preventDefault();
+    showMessage($("res-error"), "");
+    try {
+      const found = await api("POST", `/memory/${pathOf(resources.app, resources.user)}/search`, {
+        query: $("mem-query").value,
+        limit: 10,
+      });
+      const rows = $("mem-rows");
+      rows.replaceChildren();
+      for (const hit of Array.isArray(found.hits) ? found.hits : []) {
+        const row = el("tr", "mem-row");
+        const metadata = Object.entries(hit.metadata || {}).map(([k, v]) => `${k}=${v}`).join(" ");
+        row.append(
+          el("td", "mono", hit.rank),
+          el("td", null, hit.content.length > 240 || hit.content_truncated ? `${hit.content.slice(0, 240)} …` : hit.content),
+          el("td", "mono", hit.session_id || "—"),
+          el("td", "mono", metadata || "—"),
+        );
+        rows.append(row);
+      }
+      if (!rows.children.length) {
+        const row = el("tr");
+        row.append(el("td", "muted", "—"), el("td", "muted", "no hit"), el("td"), el("td"));
+        rows.append(row);
+      }
+    } catch (err) {
+      showMessage($("res-error"), describe(err));
+    }
+  }
+
+  // ---- Context: explanation, lifecycle and cache invalidation ------------------------------------------------
+
+  const context = { pending: null, fingerprint: null, scope: null };
+
+  function showFields(fields) {
+    const rows = $("ctx-rows");
+    rows.replaceChildren();
+    for (const [key, value] of fields) {
+      const row = el("tr");
+      const text = value === null || value === undefined ? "—" : typeof value === "object" ? JSON.stringify(value) : value;
+      row.append(el("td", "mono", key), el("td", "mono", text));
+      rows.append(row);
+    }
+  }
+
+  async function explainContext(event) {
+    if (event) event.preventDefault();
+    showMessage($("ctx-error"), "");
+    $("ctx-cache").hidden = true;
+    const s = scopeOf("ctx");
+    try {
+      const found = await api("GET", `/context/${pathOf(s.app, s.user, s.session)}`);
+      const history = found.history || {};
+      showFields([
+        ["events", found.events_total],
+        ["state keys", found.state_keys],
+        ["history selected", history.selected],
+        ["history dropped", history.dropped],
+        ["history bytes", history.bytes],
+        ["tokens (estimate)", history.tokens_estimate],
+        ["fingerprint", history.fingerprint],
+        ["compaction", found.compaction],
+      ]);
+    } catch (err) {
+      showMessage($("ctx-error"), describe(err));
+    }
+  }
+
+  async function contextLifecycle() {
+    showMessage($("ctx-error"), "");
+    showMessage($("ctx-ok"), "");
+    $("ctx-confirm").hidden = true;
+    const s = scopeOf("ctx");
+    const model = $("ctx-model").value.trim();
+    try {
+      const query = new URLSearchParams({ model });
+      const found = await api("GET", `/context/${pathOf(s.app, s.user, s.session)}/lifecycle?${query}`);
+      const cache = found.cache || {};
+      const compaction = found.compaction || {};
+      showFields([
+        ["compaction through seq", compaction.through_seq],
+        ["folded events", compaction.folded_events],
+        ["summary bytes", compaction.summary_bytes],
+        ["compressor", compaction.compressor],
+        ...Object.entries(cache.counts || {}).map(([k, v]) => [`cache ${k}`, v]),
+      ]);
+      context.fingerprint = cache.scope_fingerprint;
+      context.scope = { ...s, model };
+      $("ctx-fingerprint").textContent = cache.scope_fingerprint;
+      $("ctx-cache").hidden = false;
+    } catch (err) {
+      showMessage($("ctx-error"), describe(err));
+    }
+  }
+
+  function askInvalidate() {
+    const s = context.scope;
+    if (!s || !context.fingerprint) return;
+    context.pending = {
+      app_name: s.app,
+      user_id: s.user,
+      session_id: s.session,
+      model: s.model,
+      scope_fingerprint: context.fingerprint,
+    };
+    $("ctx-confirm-json").textContent = JSON.stringify(context.pending, null, 1);
+    $("ctx-confirm").hidden = false;
+  }
+
+  async function confirmInvalidate() {
+    const confirmation = context.pending;
+    if (!confirmation) return;
+    context.pending = null;
+    $("ctx-confirm").hidden = true;
+    try {
+      const path = `/context/${pathOf(confirmation.app_name, confirmation.user_id, confirmation.session_id)}/cache/invalidate`;
+      const done = await api("POST", path, { model: confirmation.model, confirmation });
+      showMessage($("ctx-ok"), `Invalidated ${done.invalidated} cache entr${done.invalidated === 1 ? "y" : "ies"}.`);
+    } catch (err) {
+      showMessage($("ctx-error"), describe(err));
+    }
+  }
+
   // ---- tabs and wiring ---------------------------------------------------------------------------------------
 
   function openTab(button) {
@@ -1060,6 +1298,17 @@
     $("metrics-refresh").addEventListener("click", refreshMetrics);
     $("mcp-refresh").addEventListener("click", refreshMcp);
     $("a2a-refresh").addEventListener("click", refreshA2a);
+    $("res-scope").addEventListener("submit", loadResources);
+    $("mem-search").addEventListener("submit", searchMemory);
+    $("art-more").addEventListener("click", loadArtifactNames);
+    $("art-delete").addEventListener("click", askDelete);
+    $("art-confirm-btn").addEventListener("click", confirmDelete);
+    $("art-cancel-btn").addEventListener("click", () => { resources.pending = null; $("art-confirm").hidden = true; });
+    $("ctx-scope").addEventListener("submit", explainContext);
+    $("ctx-lifecycle").addEventListener("click", contextLifecycle);
+    $("ctx-invalidate").addEventListener("click", askInvalidate);
+    $("ctx-confirm-btn").addEventListener("click", confirmInvalidate);
+    $("ctx-cancel-btn").addEventListener("click", () => { context.pending = null; $("ctx-confirm").hidden = true; });
     for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => openTab(tab));
     setSession(null);
     $("token-input").focus();

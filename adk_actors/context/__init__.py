@@ -1,0 +1,1 @@
+"""Context lifecycle: the provider prefix cache (:mod:`adk_actors.context.cache`). See docs/CONTEXT.md."""
