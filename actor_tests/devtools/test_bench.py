@@ -44,6 +44,8 @@ TINY = bench.Sizes(
     memory_searches=3,
     memory_backends=("memory", "sqlite"),
     memory_runner_entries=20,
+    eval_cases=5,
+    eval_concurrency=(1, 4),
 )
 
 

@@ -70,6 +70,7 @@ def _examples() -> dict[str, Any]:
     from adk_actors.auth.tokens import OAuthClient
     from adk_actors.content.parts import FileDataPart, InlineDataPart
     from adk_actors.devtools.oauth_issuer import IssuerClient
+    from adk_actors.evaluation.runner import AgentTarget
     from adk_actors.observability.trace import TraceContext
     from adk_actors.openapi.broker import ClientCredentials, UserAuthorization
     from adk_actors.plugins.descriptors import compile_plugins
@@ -99,6 +100,7 @@ def _examples() -> dict[str, Any]:
         "ClientCredentials": ClientCredentials(oauth),
         "UserAuthorization": UserAuthorization(AuthorizationFlows("flows"), "calendar"),
         "Agent": Agent(name="Sampled", instruction="Answer briefly."),
+        "AgentTarget": AgentTarget("Evaluated", {"model": "gemini-x"}, (), {"max_llm_calls": 3}),
         "FileDataPart": FileDataPart(mime_type="image/png", uri="gs://bucket/picture.png"),
         "InlineDataPart": InlineDataPart(mime_type="image/png", data="aGVsbG8="),
         "CompiledSchema": compile_schema({"type": "object", "properties": {"n": {"type": "integer"}}}),

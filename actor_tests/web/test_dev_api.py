@@ -463,7 +463,7 @@ def test_observability_gives_the_metrics_snapshot(dev_server: DevServer) -> None
     assert answer.json()["instruments"]
 
 
-@pytest.mark.parametrize("path", [*sorted(FUTURE_SURFACES), "evaluation/items/1", "live/session"])
+@pytest.mark.parametrize("path", [*sorted(FUTURE_SURFACES), "live/items/1", "live/session"])
 def test_a_surface_not_served_yet_is_404_surface_not_available(dev_server: DevServer, path: str) -> None:
     error = error_of(dev_server.client.get(f"/dev/v1/{path}"), 404)
 

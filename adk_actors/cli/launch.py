@@ -37,9 +37,12 @@ __all__ = [
     "LaunchOptions",
     "LiveAgent",
     "add_launch_arguments",
+    "apply_endpoint",
     "new_session_id",
     "open_agent",
     "options_from_args",
+    "start_emulator",
+    "start_ephemeral",
 ]
 
 APP_NAME = "adk-cli"
@@ -131,7 +134,28 @@ def _free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
-def _start_ephemeral(settings: Settings) -> ActorSystemHandle:
+def start_emulator(stack: contextlib.ExitStack, script: str | None) -> str:
+    """Start an in-process emulator with ``script`` (default: the built-in one), stopped when ``stack`` closes;
+    its base URL (``--emulator`` of ``adk run``, ``adk console`` and ``adk eval run``).
+
+    Raises:
+        ConfigError: ``invalid_script`` (``details``: the script's path and the error type).
+    """
+    from adk_actors.emulator import Emulator
+
+    try:
+        emulator = Emulator(script=script).start()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            "the emulator cannot start with that script",
+            reason="invalid_script",
+            details={"path": script, "error": type(exc).__name__},
+        ) from None
+    stack.callback(emulator.stop)
+    return str(emulator.base_url)
+
+
+def start_ephemeral(settings: Settings) -> ActorSystemHandle:
     """An owned node on a free admin port (one retry if another process takes the port first)."""
     for attempt in range(2):
         try:
@@ -142,7 +166,7 @@ def _start_ephemeral(settings: Settings) -> ActorSystemHandle:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _endpoint(config: dict[str, Any], options: LaunchOptions, settings: Settings) -> None:
+def apply_endpoint(config: dict[str, Any], options: LaunchOptions, settings: Settings) -> None:
     """Set ``base_url`` / a placeholder ``api_key`` on ``config`` (see the module docstring).
 
     Raises:
@@ -183,26 +207,15 @@ def open_agent(options: LaunchOptions, settings: Settings) -> Iterator[LiveAgent
     name, config = agent_file.name, dict(agent_file.config)
     with contextlib.ExitStack() as stack:
         if options.emulator:
-            from adk_actors.emulator import Emulator
-
-            try:
-                emulator = Emulator(script=options.script).start()
-            except (OSError, ValueError) as exc:
-                raise ConfigError(
-                    "the emulator cannot start with that script",
-                    reason="invalid_script",
-                    details={"path": options.script, "error": type(exc).__name__},
-                ) from None
-            stack.callback(emulator.stop)
-            config["base_url"] = emulator.base_url
+            config["base_url"] = start_emulator(stack, options.script)
             config["api_key"] = LOCAL_KEY
         else:
-            _endpoint(config, options, settings)
+            apply_endpoint(config, options, settings)
         if options.port is not None:
             handle = attach(options.port, settings)
             stack.callback(handle.detach)
         else:
-            handle = _start_ephemeral(settings)
+            handle = start_ephemeral(settings)
             stack.callback(handle.stop)
         agent = spawn_agent(name, config, agent_file.tools, system=handle)
         stack.callback(_quietly_stop, agent, handle)

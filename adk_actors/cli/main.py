@@ -13,6 +13,7 @@
   (docs/DEV_CONSOLE.md)
 * ``adk mcp list-tools CMD [ARGS...] | URL`` — :mod:`adk_actors.cli.mcp_cmd`
 * ``adk a2a discover|send|get|cancel|tasks URL ...`` — :mod:`adk_actors.cli.a2a_cmd`
+* ``adk eval run|render|compare ...`` — :mod:`adk_actors.cli.eval_cmd` (docs/EVALUATION.md)
 * ``adk memory search|erase``, ``adk artifact delete``, ``adk context-cache invalidate`` (and the resource subjects
   of ``adk inspect``) — :mod:`adk_actors.cli.resource_cmds`, against a running developer server
 
@@ -29,7 +30,18 @@ from types import FrameType
 from typing import Any
 
 from adk_actors import __version__
-from adk_actors.cli import a2a_cmd, config_cmd, console, dev_cmds, doctor, mcp_cmd, resource_cmds, run_cmd, shell
+from adk_actors.cli import (
+    a2a_cmd,
+    config_cmd,
+    console,
+    dev_cmds,
+    doctor,
+    eval_cmd,
+    mcp_cmd,
+    resource_cmds,
+    run_cmd,
+    shell,
+)
 
 __all__ = ["build_parser", "main", "node_metrics", "session_guarantee"]
 
@@ -112,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="print the supervision tree of a running system as JSON")
     status.add_argument("--port", type=int, default=None, help="admin port (default: settings / $ADK_SYSTEM_PORT)")
     status.set_defaults(handler=_status)
-    for command in (doctor, config_cmd, run_cmd, console, shell, dev_cmds, mcp_cmd, a2a_cmd, resource_cmds):
+    for command in (doctor, config_cmd, run_cmd, console, shell, dev_cmds, mcp_cmd, a2a_cmd, resource_cmds, eval_cmd):
         command.add_parser(sub)
     return parser
 
@@ -130,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return emulator_main(rest)
     if rest:
+        reject = getattr(args, "reject_arguments", None)
+        if reject is not None:
+            return int(reject(rest))
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     handler = getattr(args, "handler", None)
     if handler is None:

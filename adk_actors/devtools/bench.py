@@ -14,7 +14,7 @@ Benchmarks, in run order: ``idle``, ``ask_tier1``, ``ask_tier2``, ``hops``, ``re
 (:mod:`~adk_actors.devtools.bench_memory`), ``compaction`` (:mod:`~adk_actors.devtools.bench_context`),
 ``agent_turns``,
 ``concurrency``, ``idle_agents``, ``spawn_agents`` (:mod:`~adk_actors.devtools.bench_agents`), ``reliability``
-(:mod:`~adk_actors.devtools.bench_reliability`).
+(:mod:`~adk_actors.devtools.bench_reliability`), ``eval`` (:mod:`~adk_actors.devtools.bench_eval`).
 
 How things are measured (see docs/PERFORMANCE.md):
 
@@ -137,6 +137,10 @@ class Sizes:
     memory_backends: tuple[str, ...] = ("memory", "sqlite", "postgresql")
     memory_runner_entries: int = 10_000
     """Entries of the scope the Runner's preload searches in the memory benchmark."""
+    eval_cases: int = 200
+    """Single-turn cases of the set the evaluation benchmark runs."""
+    eval_concurrency: tuple[int, ...] = (1, 8, 32)
+    """Case concurrencies the evaluation benchmark runs the set at."""
 
     @classmethod
     def full(cls) -> Sizes:
@@ -167,6 +171,7 @@ class Sizes:
             memory_entries=10_000,
             memory_searches=100,
             memory_runner_entries=1000,
+            eval_cases=100,
         )
 
 
@@ -1036,6 +1041,7 @@ from adk_actors.devtools.bench_agents import (  # noqa: E402
 )
 from adk_actors.devtools.bench_context import bench_compaction  # noqa: E402
 from adk_actors.devtools.bench_dev_api import bench_dev_api  # noqa: E402
+from adk_actors.devtools.bench_eval import bench_eval  # noqa: E402
 from adk_actors.devtools.bench_mcp import bench_mcp  # noqa: E402
 from adk_actors.devtools.bench_memory import bench_memory  # noqa: E402
 from adk_actors.devtools.bench_observability import bench_observability  # noqa: E402
@@ -1065,6 +1071,7 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     "idle_agents": (bench_idle_agents, False),
     "spawn_agents": (bench_spawn_agents, False),
     "reliability": (bench_reliability, False),
+    "eval": (bench_eval, False),
 }
 
 

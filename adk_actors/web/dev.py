@@ -26,6 +26,9 @@ operation's reason (409 for a request the resource's state refuses: ``already_ex
 | ``GET /dev/v1/memory/{app}/{user}`` | the scoped adapter's capabilities, limits and entry count |
 | ``POST .../search`` | ``{"query", "limit"?, "filter"?}``: bounded hits, content cut and scrubbed |
 | ``POST .../erase`` | ``{"target": "entry"|"session"|"user", "identifier", "confirmation"}`` |
+| ``POST /dev/v1/evaluation/render`` | a saved eval result or comparison: ``{"kind", "summary", "markdown"}``, or the |
+| | self-contained HTML report with ``?format=html`` |
+| ``POST /dev/v1/evaluation/compare`` | ``{"baseline", "current", "options"?}``: the comparison document |
 
 Memory, artifact and context-cache routes use the services of the ``resources`` argument of :func:`dev_app` (a
 :data:`~adk_actors.devapi.resources.ResourceProvider` called with each request's exact scope), never a lookup by
@@ -48,6 +51,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from adk_actors.devapi import DevOps, item_json
+from adk_actors.devapi.evaluation import compare_results, render_document
 from adk_actors.devapi.resources import DevResources, ResourceOps, ResourceProvider
 from adk_actors.errors import AdkError, NameNotFound, RunError, SessionError, ValidationError
 from adk_actors.runtime.system import ActorSystemHandle
@@ -61,7 +65,6 @@ __all__ = ["API_PREFIX", "CONSOLE_FILES", "FUTURE_SURFACES", "dev_app"]
 API_PREFIX = "/dev/v1"
 FUTURE_SURFACES: Mapping[str, str] = {
     "live": "Live sessions arrive with the Live and voice issue",
-    "evaluation": "evaluation arrives with the evaluation issue",
 }
 """Rows of the reference's ``/dev/v1`` table that this node does not serve yet: 404 ``surface_not_available``."""
 CONSOLE_FILES: Mapping[str, str] = {
@@ -75,6 +78,14 @@ _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
+
+_REPORT_HEADERS: Mapping[str, str] = {
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox",
+    "content-disposition": 'attachment; filename="eval-report.html"',
+    "x-content-type-options": "nosniff",
+    "cache-control": "no-store",
+}
+"""Headers of the HTML evaluation report: a download that runs nothing, even if opened in place."""
 
 
 _CONFLICTS: Mapping[str, str] = {
@@ -408,6 +419,19 @@ class _Routes:
     async def observability(self, request: Request) -> Response:
         return JSONResponse(await self._call(self.ops.metrics))
 
+    # evaluation (pure CPU over the posted documents: on the offload pool)
+
+    async def render_evaluation(self, request: Request) -> Response:
+        body = await read_json(request)
+        fmt = request.query_params.get("format", "markdown")
+        rendered = await self._call(render_document, body, fmt)
+        if isinstance(rendered, str):
+            return Response(rendered, media_type="text/html; charset=utf-8", headers=_REPORT_HEADERS)
+        return JSONResponse(rendered)
+
+    async def compare_evaluation(self, request: Request) -> Response:
+        return JSONResponse(await self._call(compare_results, await read_json(request)))
+
     async def not_yet(self, request: Request) -> Response:
         surface = request.path_params["surface"]
         if surface not in FUTURE_SURFACES:
@@ -451,6 +475,8 @@ def _routes(r: _Routes, console: bool) -> list[Route]:
         (f"{v1}/a2a/tasks", r.a2a_tasks, "GET"),
         (f"{v1}/diagnostics", r.diagnostics, "GET"),
         (f"{v1}/observability", r.observability, "GET"),
+        (f"{v1}/evaluation/render", r.render_evaluation, "POST"),
+        (f"{v1}/evaluation/compare", r.compare_evaluation, "POST"),
     ]
     scoped = "{app}/{user}/{session_id}"
     resources = [

@@ -1244,6 +1244,140 @@
     }
   }
 
+  // ---- Evaluation: render a saved result or comparison, compare two results --------------------------------------
+
+  const MAX_EVAL_FILE_BYTES = 64 * 1024 * 1024;
+  const evaluation = { shown: null }; // the document the panel shows (what the HTML download renders)
+  const EVAL_BADGES = { passed: "badge-completed", failed: "badge-failed", error: "badge-paused", cancelled: "badge-cancelled" };
+
+  function evalJson(id, what) {
+    const text = $(id).value.trim();
+    if (!text) throw new ApiError(0, "missing_document", `paste or upload ${what} first`);
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      throw new ApiError(0, "invalid_json", `${what} is not valid JSON`);
+    }
+  }
+
+  function percent(value) {
+    return typeof value === "number" ? `${(value * 100).toFixed(1)}%` : "—";
+  }
+
+  function evalRow(first, status, rate) {
+    const row = el("tr", "eval-row");
+    const badge = el("span", `badge ${EVAL_BADGES[status] || ""}`, status);
+    const cell = el("td");
+    cell.append(badge);
+    row.append(el("td", "mono", first), cell, el("td", null, rate));
+    return row;
+  }
+
+  function showEvaluation(rendered) {
+    const summary = rendered.summary || {};
+    const rows = $("eval-rows");
+    rows.replaceChildren();
+    let status;
+    if (rendered.kind === "comparison") {
+      status = summary.passed ? "passed" : "failed";
+      const rates = summary.pass_rate || {};
+      $("eval-headline").textContent =
+        `comparison: pass rate ${percent(rates.baseline)} → ${percent(rates.current)}` + (summary.same_set ? "" : " (different sets)");
+      $("eval-col-1").textContent = "what";
+      rows.append(evalRow("pass rate", rates.drop > 0 ? "failed" : "passed", `drop ${percent(rates.drop)}`));
+      for (const metric of summary.regressed_metrics || []) rows.append(evalRow(`metric ${metric}`, "failed", "regressed"));
+      for (const [key, count] of Object.entries(summary.cases || {})) rows.append(evalRow(`cases ${key}`, key === "regressed" && count ? "failed" : "passed", String(count)));
+      $("eval-status").textContent = summary.passed ? "passed" : "regressed";
+    } else {
+      status = summary.status;
+      const counts = summary.counts || {};
+      $("eval-headline").textContent =
+        `${summary.eval_set}: pass rate ${percent(summary.pass_rate)} — ${counts.passed} of ${counts.cases} cases passed`;
+      $("eval-col-1").textContent = "case";
+      for (const c of summary.cases || []) rows.append(evalRow(c.case_id, c.status, percent(c.pass_rate)));
+      if (summary.cases_total > (summary.cases || []).length) {
+        rows.append(evalRow(`… ${summary.cases_total - summary.cases.length} more`, "", ""));
+      }
+      $("eval-status").textContent = status;
+    }
+    $("eval-status").className = `badge ${EVAL_BADGES[status] || ""}`;
+    $("eval-markdown").textContent = rendered.markdown || "";
+    $("eval-out").hidden = false;
+  }
+
+  async function renderEvaluation() {
+    showMessage($("eval-error"), "");
+    showMessage($("eval-ok"), "");
+    try {
+      const doc = evalJson("eval-input", "a result");
+      showEvaluation(await api("POST", "/evaluation/render", doc));
+      evaluation.shown = doc;
+    } catch (err) {
+      showMessage($("eval-error"), describe(err));
+    }
+  }
+
+  async function compareEvaluation() {
+    showMessage($("eval-error"), "");
+    showMessage($("eval-ok"), "");
+    try {
+      const current = evalJson("eval-input", "the current result");
+      const baseline = evalJson("eval-baseline", "the baseline result");
+      const drop = Number($("eval-drop").value || "0");
+      const comparison = await api("POST", "/evaluation/compare", { baseline, current, options: { max_pass_rate_drop: drop } });
+      showEvaluation(await api("POST", "/evaluation/render", comparison));
+      evaluation.shown = comparison;
+    } catch (err) {
+      showMessage($("eval-error"), describe(err));
+    }
+  }
+
+  async function downloadReport() {
+    showMessage($("eval-error"), "");
+    showMessage($("eval-ok"), "");
+    try {
+      const doc = evaluation.shown || evalJson("eval-input", "a result");
+      if (token === null) throw new ApiError(0, "not_connected", "connect with a token first");
+      let response;
+      try {
+        response = await fetch(`${API}/evaluation/render?format=html`, {
+          method: "POST",
+          headers: authHeaders({ "Content-Type": "application/json" }),
+          body: JSON.stringify(doc),
+          cache: "no-store",
+          credentials: "omit",
+        });
+      } catch (err) {
+        throw new ApiError(0, "network_error", "the node did not answer");
+      }
+      if (!response.ok) throw await errorOf(response);
+      const blob = await response.blob();
+      const link = el("a");
+      link.href = URL.createObjectURL(blob);
+      link.download = "eval-report.html";
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(link.href), 60000);
+      showMessage($("eval-ok"), `HTML report ready (${blob.size} bytes): eval-report.html`);
+    } catch (err) {
+      showMessage($("eval-error"), describe(err));
+    }
+  }
+
+  function loadEvalFile(input, target) {
+    const file = input.files && input.files[0];
+    if (!file) return;
+    if (file.size > MAX_EVAL_FILE_BYTES) {
+      showMessage($("eval-error"), `the file is larger than ${MAX_EVAL_FILE_BYTES} bytes`);
+      return;
+    }
+    file.text().then((text) => {
+      $(target).value = text;
+      evaluation.shown = null;
+    }, () => showMessage($("eval-error"), "the file cannot be read"));
+  }
+
   // ---- tabs and wiring ---------------------------------------------------------------------------------------
 
   function openTab(button) {
@@ -1309,6 +1443,12 @@
     $("ctx-invalidate").addEventListener("click", askInvalidate);
     $("ctx-confirm-btn").addEventListener("click", confirmInvalidate);
     $("ctx-cancel-btn").addEventListener("click", () => { context.pending = null; $("ctx-confirm").hidden = true; });
+    $("eval-render").addEventListener("click", renderEvaluation);
+    $("eval-compare").addEventListener("click", compareEvaluation);
+    $("eval-html").addEventListener("click", downloadReport);
+    $("eval-input").addEventListener("input", () => { evaluation.shown = null; });
+    $("eval-file").addEventListener("change", () => loadEvalFile($("eval-file"), "eval-input"));
+    $("eval-baseline-file").addEventListener("change", () => loadEvalFile($("eval-baseline-file"), "eval-baseline"));
     for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => openTab(tab));
     setSession(null);
     $("token-input").focus();
