@@ -677,3 +677,26 @@ def test_a_google_adk_eval_set_runs_against_an_agent_file_and_each_case_is_accou
     assert found["small_talk_without_tools"]["status"] == "passed"
     assert result["counts"] == {"cases": 3, "passed": 2, "failed": 1, "error": 0, "not_evaluated": 0}
     assert live_agents(system, name) == []
+
+
+def test_an_evaluation_adds_at_most_one_agent_name_per_running_slot_to_the_nodes_metrics(
+    system: ActorSystemHandle,
+    emu_script: Any,
+    svc: Any,  # noqa: F811
+) -> None:
+    """Every sample gets a fresh agent, but names are reused per running slot: a large set cannot flood the node's
+    bounded metrics series with one series per sample."""
+    from adk_actors import observability, telemetry
+
+    tgt = target(emu_script, "EvalSlots")
+    cases = eval_set([case(f"c{i}", (f"hello {i}", f"You said: hello {i}", None)) for i in range(24)])
+    with telemetry.attach("agent.prompt.stop", system=system) as sub:
+        result = run_eval(tgt, cases, [RESPONSE], EvalOptions(concurrency=3), system=system)
+        seen = 0
+        while seen < 24:  # the hub counts an event before it fans it out: then all 24 turns are in the metrics
+            seen += str(sub.next(10).metadata.get("agent", "")).startswith(tgt.name)
+    assert result["counts"]["passed"] == 24
+    series = observability.snapshot(system)["instruments"]["adk.turns"]["series"]
+    names = {s["labels"]["agent"] for s in series if s["labels"].get("agent", "").startswith(tgt.name)}
+    assert 1 <= len(names) <= 3 and sum(s["value"] for s in series if s["labels"].get("agent") in names) == 24
+    assert live_agents(system, tgt.name) == []

@@ -40,6 +40,7 @@ import concurrent.futures
 import dataclasses
 import math
 import os
+import queue
 import threading
 import time
 import uuid
@@ -431,18 +432,26 @@ class _Run:
     runner_options: dict[str, Any]
     judge: Callable[..., Any] | None
     score_sample: Callable[..., list[Score]]
+    run_token: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex[:8])
+    slots: queue.SimpleQueue[int] = dataclasses.field(default_factory=queue.SimpleQueue)
+
+    def __post_init__(self) -> None:
+        for slot in range(self.options.concurrency * self.options.sample_concurrency):
+            self.slots.put(slot)
 
     def sample(self, job: _Job) -> tuple[SampleTrace, list[Score]]:
         case = self.eval_set.cases[job.case_index]
         started = time.monotonic()
         turns: list[TurnTrace] = []
         error: dict[str, str] | None = None
+        slot = self.slots.get()
         try:
-            error = self._turns(job, case, turns)
+            error = self._turns(job, case, turns, slot)
         except Exception as exc:  # setting up the sample failed: an error sample, never a crash of the run
             error = _error_of(exc, job)
         finally:
             self.live.release(job)
+            self.slots.put(slot)
         trace = SampleTrace(
             case_id=case.id,
             sample=job.sample,
@@ -452,15 +461,29 @@ class _Run:
         )
         return self._slim(trace), self._score(case, trace)
 
-    def _turns(self, job: _Job, case: EvalCase, turns: list[TurnTrace]) -> dict[str, str] | None:
+    def _agent(self, token: str, slot: int) -> AgentRef:
+        """A fresh agent for one sample. Its name is its running slot's (``<target>_<run>_<slot>``: a name is
+        reused only after the sample holding it stopped its agent), so an evaluation of any size adds at most
+        ``concurrency * sample_concurrency`` agent names to the node's metrics series. Should a previous holder not
+        have stopped, the sample takes a name of its own."""
+        prefix = self.target.name[:_NAME_PREFIX_CHARS]
+        try:
+            return spawn_agent(
+                f"{prefix}_{self.run_token}_{slot}", self.target.config, self.target.tools, system=self.handle
+            )
+        except AgentError as err:
+            if err.reason != "already_started":
+                raise
+        return spawn_agent(f"{prefix}_{token}", self.target.config, self.target.tools, system=self.handle)
+
+    def _turns(self, job: _Job, case: EvalCase, turns: list[TurnTrace], slot: int) -> dict[str, str] | None:
         from adk_actors.runner import Runner
         from adk_actors.runs import Paused
 
         token = uuid.uuid4().hex[:12]
         if job.aborted is not None:
             return {"reason": job.aborted, "type": "Aborted"}
-        name = f"{self.target.name[:_NAME_PREFIX_CHARS]}_{token}"
-        ref = spawn_agent(name, self.target.config, self.target.tools, system=self.handle)
+        ref = self._agent(token, slot)
         if not self.live.hold_agent(job, ref):
             return {"reason": str(job.aborted), "type": "Aborted"}
         session = self.sessions.create_session(

@@ -211,14 +211,25 @@ class SqlStore:
             raise
         except (SQLAlchemyError, NoSuchModuleError, OSError, ImportError, TypeError, ValueError) as exc:
             raise self._storage_error("open_failed", exc, "open") from None
-        try:
-            self._migrate(engine)
-        except BaseException as exc:
-            engine.dispose()
-            if isinstance(exc, SQLAlchemyError | OSError):
+        for attempt in range(self.MAX_ATTEMPTS):
+            try:
+                self._migrate(engine)
+                return engine
+            except DBAPIError as exc:
+                # Two processes opening a new SQLite file at once: one is still switching it to WAL or creating
+                # the schema, and the other's connect or BEGIN IMMEDIATE can fail with "database is locked" before
+                # the busy handler applies. The migration is idempotent: try again after a jittered pause.
+                if attempt + 1 < self.MAX_ATTEMPTS and self._retriable(exc):
+                    time.sleep(random.uniform(0, 0.01 * 2**attempt))
+                    continue
+                engine.dispose()
                 raise self._storage_error("open_failed", exc, "initialize") from None
-            raise
-        return engine
+            except BaseException as exc:
+                engine.dispose()
+                if isinstance(exc, SQLAlchemyError | OSError):
+                    raise self._storage_error("open_failed", exc, "initialize") from None
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _install_sqlite_hooks(self, engine: Engine) -> None:
         busy, pragmas = self._busy_timeout_ms, self.SQLITE_PRAGMAS
