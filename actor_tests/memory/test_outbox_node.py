@@ -91,6 +91,34 @@ def test_a_failed_durable_enqueue_fails_the_invocation_and_keeps_its_answer(
         outbox.close()
 
 
+def test_building_the_runner_again_drains_what_an_earlier_process_accepted(
+    system: ActorSystemHandle, emu: Any, svc: ActorSessionService, agent_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    """What an earlier process enqueued (and never applied) is drained once the application builds its Runner, with
+    no turn needed."""
+    memory = SqlMemoryService(f"sqlite:///{tmp_path / 'memory.db'}")
+    outbox = MemoryOutbox(f"sqlite:///{tmp_path / 'outbox.db'}")
+    scope = MemoryScope(APP, "u-restart")
+    try:
+        items = [{"event_id": f"e{i}", "author": "user", "text": f"left over text {i}"} for i in range(3)]
+        outbox.enqueue(scope, "old-session", items)
+        assert memory.count(scope) == 0
+        runner = Runner(
+            agent_factory("DurableRestart", []),
+            APP,
+            svc,
+            system=system,
+            memory_svc=memory,
+            memory_ingestion={"mode": "durable", "outbox": outbox},
+        )
+        ref = ensure_drainer(runner.options.memory_outbox, system=system)  # the same drainer: it is already started
+        assert system.ask(ref, AwaitIdle(), 20) is True
+        assert memory.count(scope) == 3 and outbox.scope_status(scope)["done"] == 3
+    finally:
+        memory.close()
+        outbox.close()
+
+
 def _accept_one(path: str, timeout: float) -> None:
     """Block until the node's memory service says it is mid-ingestion (or fail after ``timeout``)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:

@@ -23,7 +23,7 @@ from adk_actors.agents.turn.options import RunnerOptions, runner_options
 from adk_actors.agents.turn.pauses import check_resume_response, open_pauses, pause_key, select_pause
 from adk_actors.content.json_values import copy_json
 from adk_actors.content.validation import check_id, check_json, check_optional_id, check_timeout
-from adk_actors.errors import AdkError, ConcurrencyConflict, RunError, ValidationError
+from adk_actors.errors import AdkError, ConcurrencyConflict, ConfigError, RunError, ValidationError
 from adk_actors.events import Event
 from adk_actors.observability import semconv
 from adk_actors.observability.spans import enabled as span_export_enabled
@@ -83,6 +83,8 @@ class Runner:
         self._system = system
         if isinstance(agent, Agent):  # every argument is valid: only now start anything
             ensure_agent(agent, system=system)
+        if self.options.memory_outbox is not None:
+            _start_drainer(self.options.memory_outbox, system)
 
     def __getstate__(self) -> dict[str, Any]:
         return {
@@ -453,3 +455,22 @@ def _structural(details: Mapping[str, Any]) -> dict[str, Any]:
 
 
 __all__ += ["events_of"]
+
+
+def _start_drainer(spec: Any, system: ActorSystemHandle | None) -> None:
+    """Durable ingestion: start (or kick) the outbox's drainer now, so what a previous process accepted and did not
+    apply yet is drained as soon as the application builds its Runner again, not only at the next answered turn.
+
+    Raises:
+        ConfigError: ``durable_ingestion_unavailable`` when no node runs the drainer (``details["type"]``: why).
+    """
+    from adk_actors.memory.drain import ensure_drainer
+
+    try:
+        ensure_drainer(spec, system=system)
+    except AdkError as err:
+        raise ConfigError(
+            "durable memory ingestion needs a running node for its drainer",
+            reason="durable_ingestion_unavailable",
+            details={"key": "memory_ingestion", "type": err.reason},
+        ) from None
