@@ -49,6 +49,7 @@ PUBLIC = [
     "StreamError",
     "SystemNotRunning",
     "ToolError",
+    "TriggerError",
     "ValidationError",
     "WorkerError",
     "WorkflowError",
@@ -71,6 +72,7 @@ PUBLIC = [
     "start",
     "stop",
     "stop_agent",
+    "triggers",
 ]
 """The reviewed public API (a change here is an API change: update docs/GUIDE.md and docs/CHANGELOG.md)."""
 

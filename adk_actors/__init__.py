@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from adk_actors import runs
+from adk_actors import runs, triggers
 from adk_actors.agents import (
     Agent,
     AgentRef,
@@ -54,6 +54,7 @@ from adk_actors.errors import (
     StreamError,
     SystemNotRunning,
     ToolError,
+    TriggerError,
     ValidationError,
     WorkerError,
     WorkflowError,
@@ -103,6 +104,7 @@ __all__ = [
     "StreamError",
     "SystemNotRunning",
     "ToolError",
+    "TriggerError",
     "ValidationError",
     "WorkerError",
     "WorkflowError",
@@ -125,4 +127,5 @@ __all__ = [
     "start",
     "stop",
     "stop_agent",
+    "triggers",
 ]

@@ -39,6 +39,7 @@ processes as data.
     ├── A2aError                           an A2A request, task or peer (details.code: the JSON-RPC error code)
     ├── RunError                           stable runs
     │   └── RunNotFound                    reason not_found
+    ├── TriggerError                       ambient triggers (trigger_queue_full, unknown_trigger, invalid_delivery)
     ├── RetryExhausted                     retry.execute ran out of attempts or time (last error in details)
     └── WorkflowError                      workflow compilation / execution
 """
@@ -85,6 +86,7 @@ __all__ = [
     "StreamError",
     "SystemNotRunning",
     "ToolError",
+    "TriggerError",
     "ValidationError",
     "WorkerError",
     "WorkflowError",
@@ -438,6 +440,14 @@ class RunNotFound(RunError):
     """No run with that id exists (or it was retained past its lifetime)."""
 
     default_reason = "not_found"
+
+
+class TriggerError(AdkError):
+    """An ambient trigger refused or could not find something: ``trigger_exists``, ``unknown_trigger``,
+    ``trigger_queue_full``, ``invalid_delivery`` (``details["key"]``), ``event_too_large``, ``trigger_stopping``,
+    ``unknown_event``."""
+
+    default_reason = "trigger_error"
 
 
 class RetryExhausted(AdkError):

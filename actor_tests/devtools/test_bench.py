@@ -46,6 +46,8 @@ TINY = bench.Sizes(
     memory_runner_entries=20,
     eval_cases=5,
     eval_concurrency=(1, 4),
+    trigger_deliveries=20,
+    trigger_concurrency=2,
 )
 
 
@@ -84,6 +86,8 @@ def test_every_benchmark_runs_on_the_shared_system_and_renders_one_table_each(
     assert set(memory) == {"memory", "sqlite", "runner"} and "preload_delta_cpu_ms" in memory["runner"]
     assert all(memory[b]["plain"]["n"] == TINY.memory_searches for b in TINY.memory_backends)
     assert soak["starts"]["outcomes"] == {"Completed": TINY.concurrent_starts}
+    assert results["triggers"]["data"]["busy"]["n"] == TINY.trigger_deliveries
+    assert results["triggers"]["data"]["trigger"]["completed"] >= TINY.trigger_deliveries
     assert system.running  # the harness never stops a system it was given
 
     info = bench.machine_info()

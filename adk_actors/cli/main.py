@@ -14,6 +14,7 @@
 * ``adk mcp list-tools CMD [ARGS...] | URL`` — :mod:`adk_actors.cli.mcp_cmd`
 * ``adk a2a discover|send|get|cancel|tasks URL ...`` — :mod:`adk_actors.cli.a2a_cmd`
 * ``adk eval run|render|compare ...`` — :mod:`adk_actors.cli.eval_cmd` (docs/EVALUATION.md)
+* ``adk trigger list|status NAME [REF]`` — :mod:`adk_actors.cli.trigger_cmd` (docs/TRIGGERS.md)
 * ``adk memory search|erase``, ``adk artifact delete``, ``adk context-cache invalidate`` (and the resource subjects
   of ``adk inspect``) — :mod:`adk_actors.cli.resource_cmds`, against a running developer server
 
@@ -41,6 +42,7 @@ from adk_actors.cli import (
     resource_cmds,
     run_cmd,
     shell,
+    trigger_cmd,
 )
 
 __all__ = ["build_parser", "main", "node_metrics", "session_guarantee"]
@@ -124,7 +126,19 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="print the supervision tree of a running system as JSON")
     status.add_argument("--port", type=int, default=None, help="admin port (default: settings / $ADK_SYSTEM_PORT)")
     status.set_defaults(handler=_status)
-    for command in (doctor, config_cmd, run_cmd, console, shell, dev_cmds, mcp_cmd, a2a_cmd, resource_cmds, eval_cmd):
+    for command in (
+        doctor,
+        config_cmd,
+        run_cmd,
+        console,
+        shell,
+        dev_cmds,
+        mcp_cmd,
+        a2a_cmd,
+        resource_cmds,
+        eval_cmd,
+        trigger_cmd,
+    ):
         command.add_parser(sub)
     return parser
 

@@ -14,7 +14,8 @@ Benchmarks, in run order: ``idle``, ``ask_tier1``, ``ask_tier2``, ``hops``, ``re
 (:mod:`~adk_actors.devtools.bench_memory`), ``compaction`` (:mod:`~adk_actors.devtools.bench_context`),
 ``agent_turns``,
 ``concurrency``, ``idle_agents``, ``spawn_agents`` (:mod:`~adk_actors.devtools.bench_agents`), ``reliability``
-(:mod:`~adk_actors.devtools.bench_reliability`), ``eval`` (:mod:`~adk_actors.devtools.bench_eval`).
+(:mod:`~adk_actors.devtools.bench_reliability`), ``eval`` (:mod:`~adk_actors.devtools.bench_eval`), ``triggers``
+(:mod:`~adk_actors.devtools.bench_triggers`).
 
 How things are measured (see docs/PERFORMANCE.md):
 
@@ -141,6 +142,10 @@ class Sizes:
     """Single-turn cases of the set the evaluation benchmark runs."""
     eval_concurrency: tuple[int, ...] = (1, 8, 32)
     """Case concurrencies the evaluation benchmark runs the set at."""
+    trigger_deliveries: int = 10_000
+    """Deliveries submitted to one trigger in the triggers benchmark."""
+    trigger_concurrency: int = 8
+    """The trigger's max_concurrency in the triggers benchmark."""
 
     @classmethod
     def full(cls) -> Sizes:
@@ -172,6 +177,7 @@ class Sizes:
             memory_searches=100,
             memory_runner_entries=1000,
             eval_cases=100,
+            trigger_deliveries=2_000,
         )
 
 
@@ -1047,6 +1053,7 @@ from adk_actors.devtools.bench_memory import bench_memory  # noqa: E402
 from adk_actors.devtools.bench_observability import bench_observability  # noqa: E402
 from adk_actors.devtools.bench_reliability import bench_reliability  # noqa: E402
 from adk_actors.devtools.bench_runner import bench_runner, bench_runner_c1000  # noqa: E402
+from adk_actors.devtools.bench_triggers import bench_triggers  # noqa: E402
 
 BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     # name: (function, needs an actor system); run in this order (idle first, before timers pile up)
@@ -1072,6 +1079,7 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     "spawn_agents": (bench_spawn_agents, False),
     "reliability": (bench_reliability, False),
     "eval": (bench_eval, False),
+    "triggers": (bench_triggers, False),
 }
 
 

@@ -16,6 +16,8 @@ operation's reason (409 for a request the resource's state refuses: ``already_ex
 | ``GET/POST /dev/v1/sessions``, ``GET/DELETE /dev/v1/sessions/{app}/{user}/{id}``, ``PATCH .../state`` | sessions |
 | ``GET /dev/v1/mcp/connections``, ``GET /dev/v1/mcp/connections/{id}`` | MCP client connections (read-only) |
 | ``GET /dev/v1/a2a``, ``GET /dev/v1/a2a/tasks`` | the A2A server of ``adk serve --a2a``: card, counts, tasks |
+| ``GET /dev/v1/triggers``, ``GET /dev/v1/triggers/{name}`` | registered triggers: queue depth, counters, recent |
+| ``GET /dev/v1/triggers/{name}/events/{event_id}`` | one trigger event's status (docs/TRIGGERS.md) |
 | ``GET /dev/v1/diagnostics``, ``GET /dev/v1/observability`` | node status (and the resource configuration), metrics |
 | ``GET /dev/v1/context/{app}/{user}/{session}`` | explain: bounded history counts and fingerprint, no events/state |
 | ``GET .../lifecycle?model=M`` | latest compaction checkpoint (whitelisted) and the cache scope's counts |
@@ -53,6 +55,7 @@ from starlette.routing import Route
 from adk_actors.devapi import DevOps, item_json
 from adk_actors.devapi.evaluation import compare_results, render_document
 from adk_actors.devapi.resources import DevResources, ResourceOps, ResourceProvider
+from adk_actors.devapi.triggers import TriggerOps
 from adk_actors.errors import AdkError, NameNotFound, RunError, SessionError, ValidationError
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.sessions.base import BaseSessionService
@@ -111,6 +114,13 @@ _RESOURCE_STATUS: Mapping[str, int] = {
 }
 """Statuses of the resource routes' reasons (their classes, ``PolicyDenied``/``StorageError``, would be 500)."""
 
+_TRIGGER_STATUS: Mapping[str, int] = {
+    "unknown_trigger": 404,
+    "unknown_event": 404,
+    "unknown_ref": 404,
+}
+"""Statuses of the trigger routes' reasons that name something missing (``TriggerError`` would be 500)."""
+
 
 def _conflicts_as_409(handler: _Handler) -> _Handler:
     @functools.wraps(handler)
@@ -136,6 +146,20 @@ def _resource_statuses(handler: _Handler) -> _Handler:
             if status is None:
                 raise
             return error_response(status, err.reason, message=err.message, **err.details)
+
+    return endpoint
+
+
+def _trigger_statuses(handler: _Handler) -> _Handler:
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except AdkError as err:
+            status = _TRIGGER_STATUS.get(err.reason)
+            if status is None:
+                raise
+            return error_response(status, err.reason, message=err.message)
 
     return endpoint
 
@@ -167,6 +191,7 @@ class _Routes:
         self.offload = offload
         self.a2a = a2a
         self.resources = resources or ResourceOps(None, ops.sessions)
+        self.triggers = TriggerOps(ops.system)
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await self.offload.call(fn, *args, **kwargs)
@@ -327,6 +352,18 @@ class _Routes:
         if not 1 <= limit <= 1000:
             raise ValidationError("limit must be in [1, 1000]", reason="invalid_value", details={"key": "limit"})
         return JSONResponse({"tasks": self.a2a.tasks(limit)})
+
+    # triggers (adk_actors.triggers: each registered trigger's actor answers its own status)
+
+    async def trigger_list(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.triggers.list_triggers))
+
+    async def trigger(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.triggers.trigger, request.path_params["name"]))
+
+    async def trigger_event(self, request: Request) -> Response:
+        p = request.path_params
+        return JSONResponse(await self._call(self.triggers.event, f"{p['name']}/{p['event_id']}"))
 
     # node
 
@@ -492,6 +529,12 @@ def _routes(r: _Routes, console: bool) -> list[Route]:
     ]
     routes = [Route(path, _conflicts_as_409(handler), methods=[method]) for path, handler, method in api]
     routes += [Route(path, _resource_statuses(handler), methods=[method]) for path, handler, method in resources]
+    triggers = [
+        (f"{v1}/triggers", r.trigger_list),
+        (f"{v1}/triggers/{{name}}", r.trigger),
+        (f"{v1}/triggers/{{name}}/events/{{event_id}}", r.trigger_event),
+    ]
+    routes += [Route(path, _trigger_statuses(handler), methods=["GET"]) for path, handler in triggers]
     routes += [Route(f"{v1}/{{surface}}", r.not_yet), Route(f"{v1}/{{surface}}/{{rest:path}}", r.not_yet)]
     if console:
         routes += [Route("/dev", r.console, methods=["GET"]), Route("/dev/static/{name}", r.static, methods=["GET"])]

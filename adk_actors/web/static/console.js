@@ -17,6 +17,7 @@
   let follow = null; // the run whose events this page is reading (see followRun)
   let metricsLoaded = false;
   let mcpSelected = null; // the connection id whose tools the MCP panel shows
+  let triggerSelected = null; // the trigger whose recent outcomes the Triggers panel shows
   const conversation = { user: "dev-user", session: null };
 
   const $ = (id) => document.getElementById(id);
@@ -206,6 +207,9 @@
     mcpSelected = null;
     $("mcp-rows").replaceChildren();
     $("mcp-detail").hidden = true;
+    triggerSelected = null;
+    $("triggers-rows").replaceChildren();
+    $("trigger-detail").hidden = true;
     $("token-input").focus();
   }
 
@@ -946,6 +950,77 @@
     }
   }
 
+  // ---- triggers ------------------------------------------------------------------------------------------------
+
+  const TRIGGER_COUNTS = ["accepted", "completed", "failed", "cancelled"];
+  const TRIGGER_OTHER = ["duplicates", "rejected", "expired"];
+  const TRIGGER_BADGES = { completed: "completed", failed: "failed", cancelled: "cancelled", expired: "failed" };
+
+  function num(value) {
+    return Number.isFinite(value) ? value : "—";
+  }
+
+  async function refreshTriggers() {
+    showMessage($("triggers-error"), "");
+    try {
+      const page = await api("GET", "/triggers");
+      const rows = $("triggers-rows");
+      rows.replaceChildren();
+      const triggers = Array.isArray(page.triggers) ? page.triggers : [];
+      for (const t of triggers) {
+        const row = el("tr", "trigger-row");
+        row.dataset.trigger = t.name;
+        if (t.name === triggerSelected) row.classList.add("selected");
+        const depth = el("td", "num trigger-queue", `${num(t.queue_depth)} / ${num(t.max_queue)}`);
+        const active = el("td", "num trigger-active", `${num(t.active)} / ${num(t.max_concurrency)}`);
+        row.append(el("td", "mono trigger-name", t.name), depth, active);
+        for (const key of TRIGGER_COUNTS) row.append(el("td", `num trigger-${key}`, num(t[key])));
+        row.tabIndex = 0;
+        row.addEventListener("click", () => showTrigger(t));
+        row.addEventListener("keydown", (event) => {
+          if (event.key === "Enter") showTrigger(t);
+        });
+        rows.append(row);
+      }
+      $("triggers-empty").hidden = triggers.length > 0;
+      const count = `${triggers.length} ${triggers.length === 1 ? "trigger" : "triggers"}`;
+      $("triggers-updated").textContent = `Updated ${new Date().toLocaleTimeString()} · ${count}`;
+      const selected = triggers.find((t) => t.name === triggerSelected) || (triggers.length === 1 ? triggers[0] : null);
+      if (selected) showTrigger(selected);
+      else {
+        triggerSelected = null;
+        $("trigger-detail").hidden = true;
+      }
+    } catch (err) {
+      showMessage($("triggers-error"), describe(err));
+    }
+  }
+
+  function showTrigger(t) {
+    triggerSelected = t.name;
+    for (const row of document.querySelectorAll("#triggers-rows tr")) {
+      row.classList.toggle("selected", row.dataset.trigger === t.name);
+    }
+    $("trigger-detail-name").textContent = t.name;
+    const other = TRIGGER_OTHER.map((key) => `${num(t[key])} ${key}`);
+    $("trigger-detail-meta").textContent = [`${t.mode} mode`, ...other].join(" · ");
+    const rows = $("trigger-recent-rows");
+    rows.replaceChildren();
+    for (const r of Array.isArray(t.recent) ? t.recent : []) {
+      const row = el("tr", "trigger-recent");
+      const outcome = el("td");
+      const badge = el("span");
+      setBadge(badge, TRIGGER_BADGES[r.outcome] || "idle", r.outcome || "?");
+      outcome.append(badge);
+      const duration = Number.isFinite(r.duration_ms) ? `${r.duration_ms} ms` : "—";
+      row.append(el("td", "mono", r.ref), outcome, el("td", "num", num(r.attempts)), el("td", "num", duration),
+        el("td", "small trigger-reason", r.reason || ""));
+      rows.append(row);
+    }
+    $("trigger-recent-empty").hidden = rows.children.length > 0;
+    $("trigger-detail").hidden = false;
+  }
+
   // ---- A2A -----------------------------------------------------------------------------------------------------
 
   const A2A_BADGES = {
@@ -1391,6 +1466,7 @@
     if (button.id === "tab-metrics" && !metricsLoaded) refreshMetrics();
     if (button.id === "tab-mcp") refreshMcp();
     if (button.id === "tab-a2a") refreshA2a();
+    if (button.id === "tab-triggers") refreshTriggers();
   }
 
   function wire() {
@@ -1432,6 +1508,7 @@
     $("metrics-refresh").addEventListener("click", refreshMetrics);
     $("mcp-refresh").addEventListener("click", refreshMcp);
     $("a2a-refresh").addEventListener("click", refreshA2a);
+    $("triggers-refresh").addEventListener("click", refreshTriggers);
     $("res-scope").addEventListener("submit", loadResources);
     $("mem-search").addEventListener("submit", searchMemory);
     $("art-more").addEventListener("click", loadArtifactNames);
