@@ -70,7 +70,7 @@ from adk_actors.artifacts.base import (
     verified_artifact,
 )
 from adk_actors.errors import StorageError, ValidationError
-from adk_actors.storage.sql import SqlStore
+from adk_actors.storage.sql import SqlStore, schema_version_table
 
 __all__ = ["SCHEMA_VERSION", "SqlArtifactService", "tables"]
 
@@ -84,13 +84,7 @@ _Name = String(MAX_NAME_CHARS).with_variant(String(MAX_NAME_CHARS, collation="C"
 
 tables = MetaData()
 
-schema_table = Table(
-    "adk_artifact_schema",
-    tables,
-    Column("component", String(64), primary_key=True),
-    Column("version", Integer, nullable=False),
-    Column("updated_at", Float, nullable=False),
-)
+schema_table = schema_version_table("adk_artifact_schema", tables, wall_clock=True)
 
 store_table = Table(
     "adk_artifact_store",

@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from sqlalchemy import BigInteger, Column, Connection, Integer, MetaData, String, Table, Text, delete, select, update
+from sqlalchemy import BigInteger, Column, Connection, MetaData, String, Table, Text, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from adk_actors.errors import ConfigError, StorageError, ValidationError
 from adk_actors.secrets import Secret
-from adk_actors.storage.sql import SqlStore
+from adk_actors.storage.sql import SqlStore, schema_version_table
 
 __all__ = [
     "KEYS_ENV",
@@ -241,13 +241,7 @@ _COMPONENT: Final = "credentials"
 _PG_MIGRATION_LOCK: Final = 0x4144_4B43_5245_4431  # "ADKCRED1"
 
 metadata = MetaData()
-schema_table = Table(
-    "adk_credentials_schema",
-    metadata,
-    Column("component", String(64), primary_key=True),
-    Column("version", Integer, nullable=False),
-    Column("updated_at", BigInteger, nullable=False),
-)
+schema_table = schema_version_table("adk_credentials_schema", metadata)
 credentials_table = Table(
     "adk_credentials",
     metadata,

@@ -58,7 +58,7 @@ from adk_actors.errors import ConcurrencyConflict, StorageError, ValidationError
 from adk_actors.memory.base import MAX_BATCH_ENTRIES, MemoryProvenance, MemoryScope, NewMemory, check_scope
 from adk_actors.memory.sql import schema_table
 from adk_actors.sessions.model import validate_name
-from adk_actors.storage.sql import SqlStore
+from adk_actors.storage.sql import SqlStore, db_now_ms
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
@@ -85,10 +85,6 @@ MAX_STATUS_SCOPES: Final = 1000
 _ITEM_KEYS: Final = frozenset({"event_id", "author", "text"})
 _COMPONENT: Final = "memory_outbox"
 _PG_MIGRATION_LOCK: Final = 0x4144_4B4D_4F42_5831  # "ADKMOBX1"
-_NOW_SQL: Final = {
-    "postgresql": "SELECT floor(extract(epoch from clock_timestamp()) * 1000)::bigint",
-    "sqlite": "SELECT CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
-}
 _Pk = BigInteger().with_variant(Integer(), "sqlite")
 
 tables = MetaData()
@@ -277,7 +273,7 @@ class MemoryOutbox(SqlStore):
     def _now(self, conn: Connection) -> int:
         if self._clock is not None:
             return int(self._clock())
-        return int(conn.exec_driver_sql(_NOW_SQL[conn.dialect.name]).scalar_one())
+        return db_now_ms(conn)
 
     def _migration_timestamp(self, conn: Connection) -> Any:
         return self._now(conn) / 1000.0

@@ -82,7 +82,7 @@ from adk_actors.memory.base import (
     scope_capacity_reached,
     tokenize,
 )
-from adk_actors.storage.sql import SqlStore
+from adk_actors.storage.sql import SqlStore, schema_version_table
 
 __all__ = ["SCHEMA_VERSION", "SqlMemoryService", "tables"]
 
@@ -97,13 +97,7 @@ _Id = String(40).with_variant(String(40, collation="C"), "postgresql")  # ties o
 
 tables = MetaData()
 
-schema_table = Table(
-    "adk_memory_schema",
-    tables,
-    Column("component", String(64), primary_key=True),
-    Column("version", Integer, nullable=False),
-    Column("updated_at", Float, nullable=False),
-)
+schema_table = schema_version_table("adk_memory_schema", tables, wall_clock=True)
 
 scopes_table = Table(
     "adk_memory_scopes",

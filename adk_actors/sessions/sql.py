@@ -67,7 +67,7 @@ from adk_actors.sessions.model import (
     validate_name,
 )
 from adk_actors.sessions.state import ScopedDelta, apply_delta, merge_state, scope_of, split_delta
-from adk_actors.storage.sql import SqlStore
+from adk_actors.storage.sql import SqlStore, schema_version_table
 
 __all__ = ["SCHEMA_VERSION", "SqlSessionService", "metadata"]
 
@@ -84,13 +84,7 @@ _Pk = BigInteger().with_variant(Integer(), "sqlite")
 
 metadata = MetaData()
 
-schema_table = Table(
-    "adk_session_schema",
-    metadata,
-    Column("component", String(64), primary_key=True),
-    Column("version", Integer, nullable=False),
-    Column("updated_at", Float, nullable=False),
-)
+schema_table = schema_version_table("adk_session_schema", metadata, wall_clock=True)
 
 sessions_table = Table(
     "adk_sessions",

@@ -18,16 +18,58 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Engine,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    event,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
 from adk_actors.errors import AdkError, ConfigError, StorageError
 from adk_actors.secrets import private_file
 
-__all__ = ["SqlStore", "safe_url"]
+__all__ = ["SqlStore", "db_now_ms", "safe_url", "schema_version_table"]
 
 _T = TypeVar("_T")
+
+
+_DB_NOW_MS_SQL = {
+    # clock_timestamp() is the time now, not at transaction start: read after a row lock, it is current.
+    "postgresql": "SELECT floor(extract(epoch from clock_timestamp()) * 1000)::bigint",
+    # 'now' is fixed for one statement and has millisecond resolution.
+    "sqlite": "SELECT CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
+}
+
+
+def db_now_ms(conn: Connection) -> int:
+    """The database's clock in epoch milliseconds: the one time every node sharing the store agrees on (leases,
+    retention)."""
+    return int(conn.exec_driver_sql(_DB_NOW_MS_SQL[conn.dialect.name]).scalar_one())
+
+
+def schema_version_table(name: str, metadata: MetaData, *, wall_clock: bool = False) -> Table:
+    """A store's schema-version table (``component``, ``version``, ``updated_at``): what ``SqlStore`` migrates by.
+    ``updated_at`` is epoch milliseconds from the database clock, or (``wall_clock``, the older stores' layout)
+    epoch seconds as a float."""
+    return Table(
+        name,
+        metadata,
+        Column("component", String(64), primary_key=True),
+        Column("version", Integer, nullable=False),
+        Column("updated_at", Float if wall_clock else BigInteger, nullable=False),
+    )
 
 
 def safe_url(url: str) -> str:

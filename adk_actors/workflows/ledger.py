@@ -34,7 +34,6 @@ from sqlalchemy import (
     Column,
     Connection,
     Index,
-    Integer,
     MetaData,
     String,
     Table,
@@ -49,7 +48,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from adk_actors.content.canonical import canonical_dumps, canonical_loads
 from adk_actors.errors import ConcurrencyConflict, ValidationError, WorkflowError
 from adk_actors.sessions.model import validate_name
-from adk_actors.storage.sql import SqlStore
+from adk_actors.storage.sql import SqlStore, db_now_ms, schema_version_table
 
 __all__ = [
     "FINISH_STATES",
@@ -82,24 +81,12 @@ _COMPONENT: Final = "workflow_ledger"
 _PG_MIGRATION_LOCK: Final = 0x4144_4B57_464C_4431  # "ADKWFLD1": serializes concurrent first opens
 _MAX_ATTEMPTS: Final = 8
 _DIALECTS: Final = ("sqlite", "postgresql")
-_NOW_SQL: Final = {
-    # Read after the row lock is taken: clock_timestamp() is the time now, not at transaction start.
-    "postgresql": "SELECT floor(extract(epoch from clock_timestamp()) * 1000)::bigint",
-    # 'now' is fixed for one statement and has millisecond resolution.
-    "sqlite": "SELECT CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
-}
 
 _T = TypeVar("_T")
 
 metadata = MetaData()
 
-schema_table = Table(
-    "adk_workflow_ledger_schema",
-    metadata,
-    Column("component", String(64), primary_key=True),
-    Column("version", Integer, nullable=False),
-    Column("updated_at", BigInteger, nullable=False),
-)
+schema_table = schema_version_table("adk_workflow_ledger_schema", metadata)
 
 invocations_table = Table(
     "adk_workflow_invocations",
@@ -622,7 +609,7 @@ class SqlInvocationLedger(SqlStore):
     def _now(self, conn: Connection) -> int:
         if self._clock is not None:
             return int(self._clock())
-        return int(conn.exec_driver_sql(_NOW_SQL[conn.dialect.name]).scalar_one())
+        return db_now_ms(conn)
 
     def _dumps(self, value: Any, what: str) -> str:
         payload = canonical_dumps(value)
