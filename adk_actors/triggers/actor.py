@@ -12,7 +12,10 @@ Memory mode keeps all this in the actor: if its host dies, the events die with i
 *incarnation*) answers ``await_event`` for an older event with ``failed`` / ``trigger_restarted``. Durable mode
 (a :class:`~adk_actors.triggers.store.TriggerStore`) writes each accepted event and its outcome, so a restarted
 actor re-runs what was pending; the deterministic run id of an attempt makes a second start of the same attempt
-refused, and the actor follows the live run instead.
+refused, and the actor follows the live run instead. Every store call runs on the host's I/O threads, one at
+a time in order (a FIFO *store lane*), and its answer comes back as a message: a durable submit's reply waits for
+its row (a second submit of the same key meanwhile gets the same ref), an attempt's run starts after its attempt
+number is written, and awaiters get an outcome only once it is stored. Memory mode makes no store hops at all.
 
 Accepts: calls ``SubmitEvent``, ``AwaitEvent`` (deferred until terminal), ``EventStatus``, ``CancelEvent``,
 ``TriggerStatus``, ``StopTrigger`` (deferred until every event is terminal), ``GetStatus``, ``Ping``.
@@ -29,10 +32,11 @@ import random
 import time
 import uuid
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from adk_actors.errors import AdkError, TriggerError
+from adk_actors.errors import AdkError, StorageError, TriggerError
 from adk_actors.runner.core import RunnerBody
 from adk_actors.runs import api as runs_api
 from adk_actors.runs.logic import Cancelled, Completed, Failed, Paused
@@ -69,6 +73,8 @@ _GRACE_S = 5.0
 _RUN_RETENTION_MS = 60000
 _DURABLE_RUN_RETENTION_MS = 600000
 """Durable mode keeps an attempt's run longer, so a trigger restarted within it follows the run's outcome."""
+_STORE_IO_S = 120.0
+"""The deadline of one store call on the I/O threads (a store that stalls longer fails the call)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,7 +84,7 @@ class TriggerArgs:
     options: TriggerOptions
     hosts: int
     store: Any = None
-    """Durable mode: a SQLAlchemy URL (the actor opens its own ``TriggerStore``)."""
+    """Durable mode: a SQLAlchemy URL (the actor opens its own ``TriggerStore``), or a picklable ``TriggerStore``."""
 
 
 @dataclass(slots=True)
@@ -149,6 +155,14 @@ class TriggerActor(GenServer):
         self.stopping: list[CallCtx] = []
         self.is_stopping = False
         self.rng = random.Random()
+        # Durable mode only: the store lane and what waits on it.
+        self.lane: deque[tuple[Callable[..., Any], tuple[Any, ...], Callable[[Any, AdkError | None], None]]] = deque()
+        self.lane_busy = False
+        self.loading = False
+        self.held: list[tuple[Any, CallCtx]] = []
+        """Calls that arrived while the pending events reload; handled once it landed."""
+        self.accepting: dict[str, list[CallCtx]] = {}
+        """Idempotency key -> the submits waiting for its row (the first is the one that started the accept)."""
 
     def init(self, args: Any) -> Any:
         if not isinstance(args, TriggerArgs):
@@ -157,15 +171,28 @@ class TriggerActor(GenServer):
         if args.store is not None:
             from adk_actors.triggers.store import TriggerStore
 
-            self.store = TriggerStore(args.store).open()
-            self.store.purge(self.name, self.options.retention_ms)
-            self._reload()
+            # Opening (engine, schema check) stays here so a bad store fails the registration itself.
+            self.store = (TriggerStore(args.store) if isinstance(args.store, str) else args.store).open()
+            self.loading = True
+            self._store_job(_load, (self.store, self.name, self.options.retention_ms), self._loaded)
         return None
 
     # ---- calls ----------------------------------------------------------------------------------------------
     def handle_call(self, request: Any, ctx: CallCtx) -> Any:
+        if self.loading and isinstance(
+            request, SubmitEvent | AwaitEvent | EventStatus | CancelEvent | TriggerStatus | StopTrigger
+        ):
+            self.held.append((request, ctx))
+            return DEFERRED
         if isinstance(request, SubmitEvent):
-            return self._submit(request.delivery)
+            return self._submit(request.delivery, ctx)
+        if isinstance(request, AwaitEvent | EventStatus | CancelEvent) and self._stored_only(request.event_id):
+            self._store_job(
+                self.store.outcome,
+                (self.name, request.event_id, self._ref(request.event_id)),
+                lambda stored, error: self._looked_up(request, ctx, stored, error),
+            )
+            return DEFERRED
         if isinstance(request, AwaitEvent):
             done = self._terminal(request.event_id)
             if done is not None:
@@ -190,37 +217,94 @@ class TriggerActor(GenServer):
     def _ref(self, event_id: str) -> str:
         return f"{self.name}/{event_id}"
 
-    def _submit(self, delivery: Delivery) -> Submitted:
+    def _submit(self, delivery: Delivery, ctx: CallCtx) -> Any:
         delivery = admit_delivery(delivery, self.options)
-        known = self.by_key.get(delivery.idempotency_key)
-        if known is None and self.store is not None:
-            known = self.store.find_key(self.name, delivery.idempotency_key)
+        key = delivery.idempotency_key
+        known = self.by_key.get(key)
         if known is not None:
             self.counts["duplicates"] += 1
             return Submitted(ref=self._ref(known), duplicate=True)
-        if self.is_stopping:
+        waiting = self.accepting.get(key)
+        if waiting is not None:  # this key's row is being written: answer with the same ref when it is
+            waiting.append(ctx)
+            return DEFERRED
+        refusal = self._refusal()
+        if refusal is not None and self.store is None:
             self.counts["rejected"] += 1
-            raise TriggerError("the trigger is stopping", reason="trigger_stopping", details={"trigger": self.name})
-        if len(self.queue) >= self.options.max_queue:
-            self.counts["rejected"] += 1
-            raise TriggerError(
-                "the trigger's queue is full",
-                reason="trigger_queue_full",
-                details={"trigger": self.name, "max_queue": self.options.max_queue},
-            )
+            raise refusal
         event_id = f"{self.incarnation}-{next(self.seq):x}"
         budget_ms = event_timeout_ms(self.options, delivery)
         if self.store is not None:
             # Written before the answer: an accepted delivery survives the host; a concurrent duplicate from
-            # another node finds the stored key and gets that event's ref.
-            existing = self.store.accept(self.name, event_id, delivery, budget_ms)
-            if existing is not None:
-                self.counts["duplicates"] += 1
-                return Submitted(ref=self._ref(existing), duplicate=True)
+            # another node finds the stored key and gets that event's ref. A refused delivery is still looked up,
+            # so a redelivered key is a duplicate even when the queue is full.
+            self.accepting[key] = [ctx]
+            self._store_job(
+                _find_or_accept,
+                (self.store, self.name, event_id, delivery, budget_ms, refusal is None),
+                lambda existing, error: self._accepted(key, event_id, delivery, budget_ms, refusal, existing, error),
+            )
+            return DEFERRED
         self._enqueue(event_id, delivery, budget_ms / 1000.0)
         self.counts["accepted"] += 1
         self._pump()
         return Submitted(ref=self._ref(event_id), duplicate=False)
+
+    def _refusal(self) -> TriggerError | None:
+        if self.is_stopping:
+            return TriggerError("the trigger is stopping", reason="trigger_stopping", details={"trigger": self.name})
+        # A durable accept in flight holds a place: the queue never exceeds max_queue.
+        if len(self.queue) + len(self.accepting) >= self.options.max_queue:
+            return TriggerError(
+                "the trigger's queue is full",
+                reason="trigger_queue_full",
+                details={"trigger": self.name, "max_queue": self.options.max_queue},
+            )
+        return None
+
+    def _accepted(
+        self,
+        key: str,
+        event_id: str,
+        delivery: Delivery,
+        budget_ms: int,
+        refusal: TriggerError | None,
+        existing: str | None,
+        error: AdkError | None,
+    ) -> None:
+        callers = self.accepting.pop(key, [])
+        if error is not None:
+            failure = self._store_error(error)
+            for ctx in callers:
+                self.fail(ctx, failure)
+            return
+        if existing is not None:
+            self.counts["duplicates"] += len(callers)
+            for ctx in callers:
+                self.reply(ctx, Submitted(ref=self._ref(existing), duplicate=True))
+            return
+        if refusal is not None:  # looked up only: the key is new and the delivery is refused
+            self.counts["rejected"] += len(callers)
+            for ctx in callers:
+                self.fail(ctx, refusal)
+            return
+        self._enqueue(event_id, delivery, budget_ms / 1000.0)
+        self.counts["accepted"] += 1
+        self.counts["duplicates"] += len(callers) - 1
+        for i, ctx in enumerate(callers):
+            self.reply(ctx, Submitted(ref=self._ref(event_id), duplicate=i > 0))
+        if self.is_stopping:  # accepted while a stop began: it is cancelled like the others
+            self._cancel(event_id, "cancelled")
+        self._pump()
+
+    def _store_error(self, error: AdkError) -> AdkError:
+        if isinstance(error, StorageError | TriggerError):
+            return error
+        return TriggerError(
+            "the trigger store did not answer",
+            reason="store_failed",
+            details={"trigger": self.name, "cause": error.reason, "type": type(error).__name__},
+        )
 
     def _enqueue(self, event_id: str, delivery: Delivery, budget_s: float, attempts: int = 0) -> _Event:
         now = time.monotonic()
@@ -251,10 +335,9 @@ class TriggerActor(GenServer):
         if remaining <= 0:
             self._finish(event, "expired", reason="deadline")
             return
+        mark = not event.adopt and self.store is not None
         if not event.adopt:
             event.attempts += 1
-            if self.store is not None:
-                self.store.mark_attempt(self.name, event.id, event.attempts)
         attempt = event.attempts
         event.adopt = False
         event.state = "running"
@@ -280,6 +363,25 @@ class TriggerActor(GenServer):
             restart="temporary",
         )
         event.timers.append(self.start_timer(attempt_s, _AttemptDeadline(event.id, attempt)))
+        if mark:  # the attempt number is written before its run starts (a restart then follows that run)
+            self._store_job(
+                self.store.mark_attempt,
+                (self.name, event.id, attempt),
+                lambda _value, error: self._marked(event.id, attempt, spec, error),
+            )
+            return
+        self._spawn(event, attempt, spec)
+
+    def _marked(self, event_id: str, attempt: int, spec: InnerSpec, error: AdkError | None) -> None:
+        if error is not None:
+            raise error  # let it crash: the restarted incarnation reloads the event from the store
+        event = self._current(event_id, attempt)
+        if event is not None:
+            self._spawn(event, attempt, spec)
+
+    def _spawn(self, event: _Event, attempt: int, spec: InnerSpec) -> None:
+        assert event.run_id is not None
+        run_id = event.run_id
         self.call(
             host_name(place(run_id, self.hosts)),
             Spawn(spec=spec),
@@ -434,8 +536,6 @@ class TriggerActor(GenServer):
             attempts=event.attempts,
             reason=reason,
         )
-        if self.store is not None:
-            self.store.finish(self.name, event.id, result)
         self.counts[outcome] += 1
         self.recent.appendleft(
             {
@@ -446,6 +546,23 @@ class TriggerActor(GenServer):
                 "reason": reason,
             }
         )
+        if self.store is None:
+            self._publish(event, result)
+        else:  # awaiters get the outcome once it is stored (one outcome per row: a second finish is a no-op)
+            self._store_job(
+                self.store.finish,
+                (self.name, event.id, result),
+                lambda _done, error: self._stored(event, result, error),
+            )
+        self._pump()
+        self._maybe_stopped()
+
+    def _stored(self, event: _Event, result: EventOutcome, error: AdkError | None) -> None:
+        if error is not None:
+            raise error  # let it crash: the restarted incarnation reloads the event, still pending, from the store
+        self._publish(event, result)
+
+    def _publish(self, event: _Event, result: EventOutcome) -> None:
         key = event.delivery.idempotency_key
         if self.options.max_retained > 0 and self.options.retention_ms > 0:
             self.retained[event.id] = (key, result)
@@ -458,15 +575,13 @@ class TriggerActor(GenServer):
             self.by_key.pop(key, None)
         for ctx in self.waiters.pop(event.id, []):
             self.reply(ctx, result)
-        self._pump()
-        self._maybe_stopped()
 
     def _forget(self, event_id: str) -> None:
         entry = self.retained.pop(event_id, None)
         if entry is not None and self.by_key.get(entry[0]) == event_id:
             del self.by_key[entry[0]]
         if self.store is not None:
-            self.store.forget(self.name, event_id)
+            self._store_job(self.store.forget, (self.name, event_id), _crash_on_error)
 
     def _terminal(self, event_id: str) -> EventOutcome | None:
         entry = self.retained.get(event_id)
@@ -474,18 +589,45 @@ class TriggerActor(GenServer):
             return entry[1]
         if event_id in self.events:
             return None
-        if self.store is not None:
-            stored: EventOutcome | None = self.store.outcome(self.name, event_id, self._ref(event_id))
-            if stored is not None:
-                return stored
         if self._known_elsewhere(event_id):
             return EventOutcome(outcome="failed", ref=self._ref(event_id), reason="trigger_restarted")
         raise TriggerError(
             "no such event (or past its retention)", reason="unknown_event", details={"trigger": self.name}
         )
 
+    def _stored_only(self, event_id: str) -> bool:
+        """Durable mode: the event is in neither table here, so only the store can answer for it."""
+        return self.store is not None and event_id not in self.events and event_id not in self.retained
+
+    def _looked_up(self, request: Any, ctx: CallCtx, stored: EventOutcome | None, error: AdkError | None) -> None:
+        if error is not None:
+            self.fail(ctx, self._store_error(error))
+            return
+        if stored is None and self._stored_only(request.event_id):
+            self.fail(
+                ctx,
+                TriggerError(
+                    "no such event (or past its retention)", reason="unknown_event", details={"trigger": self.name}
+                ),
+            )
+            return
+        try:
+            if stored is None:  # it became known meanwhile (retained or live): answer from memory
+                value = self.handle_call(request, ctx)
+            elif isinstance(request, AwaitEvent):
+                value = stored
+            elif isinstance(request, EventStatus):
+                value = _terminal_status(self.name, stored)
+            else:
+                value = False
+        except AdkError as err:
+            self.fail(ctx, err)
+            return
+        if value is not DEFERRED:
+            self.reply(ctx, value)
+
     def _maybe_stopped(self) -> None:
-        if self.is_stopping and not self.events and self.stopping:
+        if self.is_stopping and not self.events and self.stopping and not self.accepting and not self._lane_pending():
             for ctx in self.stopping:
                 self.reply(ctx, True)
             self.stopping.clear()  # the facade stops the actor now (StopInner: a permanent actor is not restarted)
@@ -496,16 +638,7 @@ class TriggerActor(GenServer):
         if event is None:
             done = self._terminal(event_id)
             assert done is not None
-            return {
-                "ref": done.ref,
-                "trigger": self.name,
-                "state": "terminal",
-                "attempts": done.attempts,
-                "outcome": done.outcome,
-                "run_id": done.run_id,
-                "reason": done.reason,
-                "deadline_in_ms": None,
-            }
+            return _terminal_status(self.name, done)
         return {
             "ref": self._ref(event_id),
             "trigger": self.name,
@@ -538,15 +671,90 @@ class TriggerActor(GenServer):
             "waiters": sum(len(w) for w in self.waiters.values()),
         }
 
-    # ---- durable reload -------------------------------------------------------------------------------------
-    def _reload(self) -> None:
-        for pending in self.store.pending(self.name):
-            self._enqueue(pending.event_id, pending.delivery, pending.remaining_ms / 1000.0, pending.attempts)
+    # ---- durable mode: the store lane ------------------------------------------------------------------------
+    def _store_job(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], on_done: Callable[[Any, AdkError | None], None]
+    ) -> None:
+        """Queue one blocking store call; calls run one at a time, in order, on the I/O threads."""
+        self.lane.append((fn, args, on_done))
+        self._next_store_job()
+
+    def _next_store_job(self) -> None:
+        if self.lane_busy or not self.lane:
+            return
+        fn, args, on_done = self.lane.popleft()
+        self.lane_busy = True
+        self.io_call(
+            _blocking, (fn, *args), time.monotonic() + _STORE_IO_S, lambda v, e: self._store_done(on_done, v, e)
+        )
+
+    def _store_done(self, on_done: Callable[[Any, AdkError | None], None], value: Any, error: AdkError | None) -> None:
+        self.lane_busy = False
+        self._next_store_job()
+        on_done(value, error)
+        self._maybe_stopped()
+
+    def _lane_pending(self) -> bool:
+        return self.lane_busy or bool(self.lane)
+
+    def _loaded(self, pending: Any, error: AdkError | None) -> None:
+        if error is not None:
+            raise error  # let it crash (the supervisor decides about the restart)
+        for event in pending:
+            self._enqueue(event.event_id, event.delivery, event.remaining_ms / 1000.0, event.attempts)
+        self.loading = False
         self._pump()
+        held, self.held = self.held, []
+        for request, ctx in held:
+            try:
+                value = self.handle_call(request, ctx)
+            except AdkError as err:
+                self.fail(ctx, err)
+                continue
+            if value is not DEFERRED:
+                self.reply(ctx, value)
 
     def terminate(self, reason: str) -> None:
         if self.store is not None:
-            self.store.close()
+            self.store.close()  # disposes of the engine's connections: no query
+
+
+def _terminal_status(trigger: str, done: EventOutcome) -> dict[str, Any]:
+    return {
+        "ref": done.ref,
+        "trigger": trigger,
+        "state": "terminal",
+        "attempts": done.attempts,
+        "outcome": done.outcome,
+        "run_id": done.run_id,
+        "reason": done.reason,
+        "deadline_in_ms": None,
+    }
+
+
+def _blocking(_token: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    return fn(*args)
+
+
+def _load(store: Any, trigger: str, retention_ms: int) -> Any:
+    store.purge(trigger, retention_ms)
+    return store.pending(trigger)
+
+
+def _find_or_accept(
+    store: Any, trigger: str, event_id: str, delivery: Delivery, budget_ms: int, accept: bool
+) -> str | None:
+    """The event id already holding the delivery's key, else (``accept``) record the event and return ``None``."""
+    known: str | None = store.find_key(trigger, delivery.idempotency_key)
+    if known is not None or not accept:
+        return known
+    existing: str | None = store.accept(trigger, event_id, delivery, budget_ms)
+    return existing
+
+
+def _crash_on_error(_value: Any, error: AdkError | None) -> None:
+    if error is not None:
+        raise error  # let it crash: the restarted incarnation reloads from the store
 
 
 def _ignore(_value: Any, _error: AdkError | None) -> None:
