@@ -267,6 +267,15 @@ def test_on_postgresql_a_notification_wakes_the_source_before_its_next_tick_and_
         q.close()
 
 
+def test_a_sqlite_queue_file_is_created_private(tmp_path: Path) -> None:
+    queue = SqlQueue({"url": f"sqlite:///{tmp_path / 'private-queue.db'}", "table": "inbox"}).open()
+    try:
+        assert queue.put("d-1", {"text": "a user's message"})
+        assert (tmp_path / "private-queue.db").stat().st_mode & 0o777 == 0o600
+    finally:
+        queue.close()
+
+
 def test_an_unreachable_database_is_a_structural_storage_error(tmp_path: Path) -> None:
     url = "postgresql+psycopg://qa-user-x9:hunter2@127.0.0.1:1/qa-db-x9?connect_timeout=2"
     with pytest.raises(StorageError) as err:

@@ -36,6 +36,7 @@ is submitted at once instead of at the next tick.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -60,6 +61,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 
 from adk_actors.errors import AdkError, ConfigError, StorageError, TriggerError
+from adk_actors.secrets import private_file
 from adk_actors.triggers.source import TriggerSource
 
 __all__ = [
@@ -195,9 +197,17 @@ class SqlQueue:
 
     def _get_engine(self) -> Engine:
         if self._engine is None:
+            options: dict[str, Any] = {}
             try:
-                engine = create_engine(self.config["url"], future=True)
-            except (ArgumentError, NoSuchModuleError) as exc:
+                if self.dialect == "sqlite":
+                    # The queue holds payloads (user content): the file is private, as every store's; the busy
+                    # handler is set at connect, before the WAL pragma can meet a peer's lock.
+                    database = make_url(self.config["url"]).database or ""
+                    if database and database != ":memory:" and not database.startswith("file:"):
+                        private_file(os.path.abspath(database))
+                    options["connect_args"] = {"timeout": 30}
+                engine = create_engine(self.config["url"], future=True, **options)
+            except (ArgumentError, NoSuchModuleError, OSError) as exc:
                 raise _storage_error(exc, "open", self.dialect) from None
             if self.dialect == "sqlite":
 
