@@ -18,7 +18,9 @@ Tables (schema version 1, recorded in ``adk_memory_schema``):
 
 Search never hands the caller's text to a query parser: the query is cut into words by
 :func:`~adk_actors.memory.base.query_terms` and the adapter searches for "any of these words", each one quoted
-(FTS5) or a quoted lexeme (``to_tsquery``), so ``"``, ``*``, ``NEAR``, ``-``, ``:``, ``&`` or ``|`` are text.
+(FTS5) or a quoted lexeme cast to ``tsquery`` as it is (PostgreSQL's text parser never sees it, so it cannot cut a
+word of ours, e.g. ``¼near``, into a shorter one that matches what the query did not ask for), so ``"``, ``*``,
+``NEAR``, ``-``, ``:``, ``&`` or ``|`` are text.
 """
 
 from __future__ import annotations
@@ -168,7 +170,7 @@ _SQLITE_SEARCH: Final = (
 )
 _PG_SEARCH: Final = (
     f"SELECT {_SELECT_ENTRY}, ts_rank(e.tsv, q.query) AS score "
-    "FROM adk_memory_entries AS e CROSS JOIN to_tsquery('simple'::regconfig, :query) AS q(query) "
+    "FROM adk_memory_entries AS e CROSS JOIN CAST(:query AS tsquery) AS q(query) "
     "WHERE e.app = :app AND e.user_id = :user AND e.tsv @@ q.query{filters} "
     "ORDER BY score DESC, e.created_at DESC, e.id ASC LIMIT :limit"
 )
