@@ -197,16 +197,16 @@ class SqlQueue:
 
     def _get_engine(self) -> Engine:
         if self._engine is None:
-            options: dict[str, Any] = {}
             try:
                 if self.dialect == "sqlite":
-                    # The queue holds payloads (user content): the file is private, as every store's; the busy
-                    # handler is set at connect, before the WAL pragma can meet a peer's lock.
+                    # The queue holds payloads (user content): a file we create is private, as every store's. An
+                    # existing one is left alone: opening and closing another descriptor on a SQLite file drops this
+                    # process's POSIX locks on it (another source's engine here may hold them).
                     database = make_url(self.config["url"]).database or ""
-                    if database and database != ":memory:" and not database.startswith("file:"):
+                    plain_file = database and database != ":memory:" and not database.startswith("file:")
+                    if plain_file and not os.path.exists(database):
                         private_file(os.path.abspath(database))
-                    options["connect_args"] = {"timeout": 30}
-                engine = create_engine(self.config["url"], future=True, **options)
+                engine = create_engine(self.config["url"], future=True)
             except (ArgumentError, NoSuchModuleError, OSError) as exc:
                 raise _storage_error(exc, "open", self.dialect) from None
             if self.dialect == "sqlite":
