@@ -8,7 +8,7 @@ import pickle
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from adk_actors import Agent, Runner, prompt, spawn_agent, stop_agent
@@ -182,6 +182,8 @@ _fields = st.fixed_dictionaries(
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(name="A", fields={"description": 0})  # a falsy non-str description once skipped the value's check
+@example(name="A", fields={"description": 0, "sub_agents": ["user"]})
 @given(name=_names, fields=_fields)
 def test_a_value_is_valid_exactly_when_its_dict_config_is(name: str, fields: dict[str, Any]) -> None:
     """One validator: the value fails with the error (type and reason) build_spec gives its dict config."""

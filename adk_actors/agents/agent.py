@@ -201,7 +201,7 @@ class Agent:
         ):
             if value is not None:
                 config[key] = _thaw(value)
-        if self.description:
+        if self.description is not None and self.description != "":  # a non-str one reaches build_spec's check
             config["description"] = self.description
         if self.include_contents != "default":
             config["history_policy"] = INCLUDE_CONTENTS.get(self.include_contents, self.include_contents)
