@@ -32,12 +32,11 @@ from sqlalchemy import (
     and_,
     delete,
     select,
-    text,
     update,
 )
 from sqlalchemy.exc import IntegrityError
 
-from adk_actors.storage.sql import SqlStore
+from adk_actors.storage.sql import SqlStore, db_now_ms, schema_version_table
 from adk_actors.triggers.messages import EventOutcome
 from adk_actors.triggers.options import Delivery
 
@@ -46,21 +45,11 @@ __all__ = ["SCHEMA_VERSION", "PendingEvent", "TriggerStore"]
 SCHEMA_VERSION: Final = 1
 _COMPONENT: Final = "trigger_store"
 _PG_MIGRATION_LOCK: Final = 0x4144_4B54_5247_5331  # "ADKTRGS1"
-_NOW_SQL: Final = {
-    "postgresql": "SELECT floor(extract(epoch from clock_timestamp()) * 1000)::bigint",
-    "sqlite": "SELECT CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
-}
 MAX_PENDING_LOADED: Final = 100_000
 """The most pending events one reload takes (a trigger's queue is far smaller)."""
 
 metadata = MetaData()
-schema_table = Table(
-    "adk_trigger_schema",
-    metadata,
-    Column("component", String(64), primary_key=True),
-    Column("version", Integer, nullable=False),
-    Column("updated_at", BigInteger, nullable=False),
-)
+schema_table = schema_version_table("adk_trigger_schema", metadata)
 events_table = Table(
     "adk_trigger_events",
     metadata,
@@ -167,7 +156,7 @@ class TriggerStore(SqlStore):
     def _now(self, conn: Connection) -> int:
         if self._clock is not None:
             return int(self._clock())
-        return int(conn.execute(text(_NOW_SQL.get(conn.dialect.name, _NOW_SQL["sqlite"]))).scalar_one())
+        return db_now_ms(conn)
 
     def _migration_timestamp(self, conn: Connection) -> Any:
         return self._now(conn)
