@@ -55,6 +55,7 @@ __all__ = [
     "check_limit",
     "check_metadata",
     "check_scope",
+    "check_search",
     "check_session_id",
     "encode_metadata_value",
     "entry_not_found",
@@ -345,6 +346,19 @@ def check_entry_id(entry_id: Any) -> str:
             details={"field": "entry_id", "type": type(entry_id).__name__},
         )
     return entry_id
+
+
+def check_search(
+    scope: Any, query: Any, filter: Any, limit: Any
+) -> tuple[tuple[str, ...], dict[str, MetadataValue], int]:
+    """Validate a search's arguments, in the contract's order: ``(terms, filter, limit)`` (every adapter's ``search``).
+
+    Raises:
+        ValidationError: as :func:`check_scope`, :func:`query_terms`, :func:`check_filter`, :func:`check_limit`.
+    """
+    check_scope(scope)
+    terms = query_terms(query)
+    return terms, check_filter(filter), check_limit(limit)
 
 
 def check_session_id(session_id: Any) -> str:

@@ -21,16 +21,14 @@ from adk_actors.memory.base import (
     bm25_score,
     check_batch,
     check_entry_id,
-    check_filter,
-    check_limit,
     check_scope,
+    check_search,
     check_session_id,
     encode_metadata_value,
     entry_not_found,
     hit_order,
     new_entry_id,
     plan_batch,
-    query_terms,
     scope_capacity_reached,
     tokenize,
 )
@@ -146,10 +144,7 @@ class InMemoryMemoryService(BaseMemoryService):
         filter: Mapping[str, MetadataValue] | None = None,
         limit: int = DEFAULT_LIMIT,
     ) -> list[MemoryHit]:
-        check_scope(scope)
-        terms = query_terms(query)
-        wanted = check_filter(filter)
-        limit = check_limit(limit)
+        terms, wanted, limit = check_search(scope, query, filter, limit)
         scored: list[tuple[float, MemoryEntry]] = []
         with self._lock:
             held = self._scopes.get(scope)

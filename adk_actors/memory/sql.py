@@ -69,9 +69,8 @@ from adk_actors.memory.base import (
     NewMemory,
     check_batch,
     check_entry_id,
-    check_filter,
-    check_limit,
     check_scope,
+    check_search,
     check_session_id,
     encode_metadata_value,
     entry_not_found,
@@ -80,7 +79,6 @@ from adk_actors.memory.base import (
     metadata_to_json,
     new_entry_id,
     plan_batch,
-    query_terms,
     scope_capacity_reached,
     tokenize,
 )
@@ -379,10 +377,7 @@ class SqlMemoryService(SqlStore, BaseMemoryService):
         filter: Mapping[str, MetadataValue] | None = None,
         limit: int = DEFAULT_LIMIT,
     ) -> list[MemoryHit]:
-        check_scope(scope)
-        terms = query_terms(query)
-        wanted = check_filter(filter)
-        limit = check_limit(limit)
+        terms, wanted, limit = check_search(scope, query, filter, limit)
         if not terms:
             return []
         dialect = self._get_engine().dialect.name
