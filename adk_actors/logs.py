@@ -278,6 +278,8 @@ LIBRARY_LOGGERS = (
     "Thespian",
     "thespian",
     "opentelemetry",
+    "pika",
+    "websockets",
 )
 """Top-level loggers of the libraries a node runs (SQL, HTTP, Thespian's own), held at ``library_log_level``."""
 LIBRARY_LEVEL_ENV = "ADKACTORS_LIBRARY_LOG_LEVEL"

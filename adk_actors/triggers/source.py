@@ -10,17 +10,21 @@ provider's delivery id as the idempotency key, so a redelivery is a duplicate, n
 delay, not fixed rate), so polls of one source never overlap. A ``poll`` that raises counts as an error and the
 source goes on; the actor is ``permanent`` in its host (restarted after its host dies).
 
+Queue-like sources share :func:`submit_body`: decode one message's JSON body, submit it under the provider's
+delivery id and classify the answer (acknowledge, set aside, or leave for a later poll).
+
 Accepts: calls ``SourceStatus``, ``GetStatus``, ``Ping``. Emits: ``SubmitEvent`` asks to its trigger (from the
 I/O thread, through the facade).
 """
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from adk_actors.content.validation import check_timeout
 from adk_actors.errors import AdkError, ConfigError, TriggerError
@@ -30,11 +34,24 @@ from adk_actors.runtime.system import ActorSystemHandle, current_system
 from adk_actors.triggers.messages import Submitted
 from adk_actors.triggers.options import check_trigger_name
 
-__all__ = ["SourceArgs", "SourceHandle", "SourceStatus", "TriggerSource", "start_source"]
+__all__ = [
+    "RETRY_LATER",
+    "SourceArgs",
+    "SourceHandle",
+    "SourceStatus",
+    "SubmitOutcome",
+    "TriggerSource",
+    "start_source",
+    "submit_body",
+]
 
 MAX_INTERVAL_MS = 365 * 24 * 3600 * 1000
 POLL_TIMEOUT_S = 300.0
 """Longest one ``poll`` may take before its I/O call is cancelled and counted as an error."""
+RETRY_LATER = frozenset({"trigger_queue_full", "trigger_stopping", "unknown_trigger"})
+"""Refusals that leave a message with its broker for a later poll: backpressure, and a trigger that is not
+registered (yet, or again after its host restarts). Any other failure to get an answer (a timeout) does the same."""
+_BODY_KEYS = ("payload", "metadata", "timeout_ms")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,6 +196,50 @@ class SourceHandle:
         except AdkError as err:
             if err.reason != "not_found":
                 raise
+
+
+class SubmitOutcome(NamedTuple):
+    """What became of one submitted message: acknowledge it (``submitted``, ``duplicates``) or set it aside
+    (``rejected``, with the refusal's ``reason``)."""
+
+    kind: str
+    """``"submitted"``, ``"duplicates"`` or ``"rejected"`` (the names of the sources' status counters)."""
+    ref: str | None
+    """The event reference when the trigger accepted it (new or duplicate)."""
+    reason: str | None
+    """The refusal reason of a rejected message (at most 64 characters)."""
+
+
+def submit_body(
+    submit: Callable[[dict[str, Any]], Submitted], delivery_id: str, raw: str | bytes, *, invalid_reason: str
+) -> SubmitOutcome | None:
+    """Decode a queue message's JSON body ``{"payload": ..., "metadata"?: {...}, "timeout_ms"?: N}``, submit it with
+    ``delivery_id`` as the idempotency key and classify the answer; ``None`` means "leave it for a later poll".
+
+    A body that is not that JSON is rejected with ``invalid_reason`` and never submitted. A refusal in
+    :data:`RETRY_LATER`, or any other ``AdkError`` (no answer: a timeout, the trigger's host restarting), is
+    ``None``; any other ``TriggerError`` is a permanent ``rejected`` with its reason.
+
+    Raises:
+        Exception: whatever ``submit`` raises that is not an ``AdkError`` (the message stays unacknowledged).
+    """
+    try:
+        body = json.loads(raw)
+        if not isinstance(body, dict) or "payload" not in body:
+            raise ValueError
+    except (ValueError, RecursionError):  # a UnicodeDecodeError is a ValueError; nesting too deep recurses
+        return SubmitOutcome("rejected", None, invalid_reason)
+    delivery = {k: body[k] for k in _BODY_KEYS if k in body}
+    delivery["idempotency_key"] = delivery_id
+    try:
+        submitted = submit(delivery)
+    except TriggerError as err:
+        if err.reason in RETRY_LATER:
+            return None
+        return SubmitOutcome("rejected", None, err.reason[:64])
+    except AdkError:
+        return None
+    return SubmitOutcome("duplicates" if submitted.duplicate else "submitted", submitted.ref, None)
 
 
 def check_interval(value: Any, key: str) -> int:

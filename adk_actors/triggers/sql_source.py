@@ -60,9 +60,9 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 
-from adk_actors.errors import AdkError, ConfigError, StorageError, TriggerError
+from adk_actors.errors import AdkError, ConfigError, StorageError
 from adk_actors.secrets import private_file
-from adk_actors.triggers.source import TriggerSource
+from adk_actors.triggers.source import RETRY_LATER, SubmitOutcome, TriggerSource, submit_body
 
 __all__ = [
     "MAX_BATCH",
@@ -75,9 +75,6 @@ __all__ = [
 
 MAX_BATCH = 1000
 """Most rows one poll handles."""
-RETRY_LATER = frozenset({"trigger_queue_full", "trigger_stopping", "unknown_trigger"})
-"""Refusals that leave the row pending for the next poll: backpressure, and a trigger that is not registered (yet,
-or again after its host restarts). Any other failure to get an answer (a timeout) does the same."""
 _MAX_ID = 256
 _MAX_TABLE = 63
 _TABLE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
@@ -355,7 +352,7 @@ class SqlQueue:
                 # The rows stay locked until they are acknowledged: another source skips them meanwhile.
                 with self._get_engine().begin() as conn:
                     for delivery_id, raw in conn.execute(query.with_for_update(skip_locked=True)).all():
-                        outcome = self._submit_row(submit, delivery_id, raw)
+                        outcome = submit_body(submit, delivery_id, raw, invalid_reason="invalid_row")
                         if not self._ack(conn, delivery_id, outcome, found):
                             break
             else:
@@ -364,7 +361,7 @@ class SqlQueue:
                 with self._get_engine().connect() as conn:
                     pending = conn.execute(query).all()
                 for delivery_id, raw in pending:
-                    outcome = self._submit_row(submit, delivery_id, raw)
+                    outcome = submit_body(submit, delivery_id, raw, invalid_reason="invalid_row")
                     with self._get_engine().begin() as conn:
                         if not self._ack(conn, delivery_id, outcome, found):
                             break
@@ -372,9 +369,7 @@ class SqlQueue:
             raise _storage_error(exc, "write", self.dialect) from None
         return found
 
-    def _ack(
-        self, conn: Any, delivery_id: str, outcome: tuple[str, str | None, str | None] | None, found: dict[str, int]
-    ) -> bool:
+    def _ack(self, conn: Any, delivery_id: str, outcome: SubmitOutcome | None, found: dict[str, int]) -> bool:
         """Record a submit's ``outcome`` for the row on ``conn``; ``False`` when the poll must stop (backpressure)."""
         if outcome is None:
             found["deferred"] += 1
@@ -390,26 +385,6 @@ class SqlQueue:
         else:
             conn.execute(update(t).where(row).values(state="acked", ref=ref, acked_at=time.time()))
         return True
-
-    @staticmethod
-    def _submit_row(submit: Any, delivery_id: str, raw: str) -> tuple[str, str | None, str | None] | None:
-        try:
-            body = json.loads(raw)
-            if not isinstance(body, dict) or "payload" not in body:
-                raise ValueError
-        except ValueError:
-            return "rejected", None, "invalid_row"
-        delivery = {k: body[k] for k in ("payload", "metadata", "timeout_ms") if k in body}
-        delivery["idempotency_key"] = delivery_id
-        try:
-            submitted = submit(delivery)
-        except TriggerError as err:
-            if err.reason in RETRY_LATER:
-                return None
-            return "rejected", None, err.reason[:64]
-        except AdkError:
-            return None  # no answer (a timeout, the trigger's host restarting): the row waits for the next poll
-        return ("duplicates" if submitted.duplicate else "submitted"), submitted.ref, None
 
 
 class SqlQueueSource(TriggerSource):
