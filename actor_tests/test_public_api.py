@@ -50,6 +50,7 @@ PUBLIC = [
     "SystemNotRunning",
     "ToolError",
     "TriggerError",
+    "LiveError",
     "ValidationError",
     "WorkerError",
     "WorkflowError",
@@ -73,6 +74,7 @@ PUBLIC = [
     "stop",
     "stop_agent",
     "triggers",
+    "live",
 ]
 """The reviewed public API (a change here is an API change: update docs/GUIDE.md and docs/CHANGELOG.md)."""
 

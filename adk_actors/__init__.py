@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from adk_actors import runs, triggers
+from adk_actors import live, runs, triggers
 from adk_actors.agents import (
     Agent,
     AgentRef,
@@ -36,6 +36,7 @@ from adk_actors.errors import (
     ConfigError,
     ContentError,
     EventError,
+    LiveError,
     McpError,
     NameNotFound,
     PluginError,
@@ -84,6 +85,7 @@ __all__ = [
     "Event",
     "EventError",
     "FunctionTool",
+    "LiveError",
     "McpError",
     "NameNotFound",
     "PluginError",
@@ -120,6 +122,7 @@ __all__ = [
     "parallel",
     "prompt",
     "request_credential",
+    "live",
     "runs",
     "sequential",
     "session_service",

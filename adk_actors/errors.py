@@ -40,6 +40,7 @@ processes as data.
     ├── RunError                           stable runs
     │   └── RunNotFound                    reason not_found
     ├── TriggerError                       ambient triggers (trigger_queue_full, unknown_trigger, invalid_delivery)
+    ├── LiveError                          Live sessions and voice bridges (principal_mismatch, live_session_limit)
     ├── RetryExhausted                     retry.execute ran out of attempts or time (last error in details)
     └── WorkflowError                      workflow compilation / execution
 """
@@ -68,6 +69,7 @@ __all__ = [
     "ConfigError",
     "ContentError",
     "EventError",
+    "LiveError",
     "McpError",
     "NameNotFound",
     "PluginError",
@@ -448,6 +450,13 @@ class TriggerError(AdkError):
     ``unknown_event``."""
 
     default_reason = "trigger_error"
+
+
+class LiveError(AdkError):
+    """A Live session or voice bridge refused or failed an operation (``principal_mismatch``,
+    ``live_session_limit``, ``subscriber_limit``, ``ingress_full``, ``live_not_active``, ...)."""
+
+    default_reason = "live_failed"
 
 
 class RetryExhausted(AdkError):

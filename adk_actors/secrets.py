@@ -214,3 +214,29 @@ def private_file(path: str | os.PathLike[str]) -> Path:
     private_dir(target.parent)
     os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))
     return target
+
+
+MAX_PRINCIPAL_BYTES = 4096
+
+
+def principal_digest(principal: str) -> str:
+    """The SHA-256 hex digest that stands for an opaque ``principal`` in long-lived state (never the principal).
+
+    Raises:
+        ValidationError: ``invalid_principal`` — not a non-empty string of at most 4 KiB (UTF-8).
+    """
+    import hashlib
+
+    from adk_actors.errors import ValidationError
+
+    if isinstance(principal, Secret):
+        principal = principal.reveal()
+    if (
+        not isinstance(principal, str)
+        or not principal
+        or len(principal.encode("utf-8", "surrogatepass")) > MAX_PRINCIPAL_BYTES
+    ):
+        raise ValidationError(
+            "a principal is a non-empty string of at most 4 KiB", reason="invalid_principal", details={}
+        )
+    return hashlib.sha256(principal.encode("utf-8", "surrogatepass")).hexdigest()

@@ -155,6 +155,11 @@ class Settings:
     :data:`~adk_actors.devapi.resources.ResourceProvider` callable or one
     :class:`~adk_actors.devapi.resources.DevResources`, loaded in the dev server's process. Empty: those routes
     answer 503 ``<kind>_unavailable``."""
+    live_session_limit: int = 1024
+    """Live: server-owned Live sessions the node runs at once (1..16384); one more start is ``live_session_limit``."""
+    dev_live_principal: Secret | None = None
+    """Developer tooling: the exact principal the ``/dev/v1`` Live routes and ``adk live`` act as (it must equal the
+    principal a Live session was started with); unset: those routes answer 503 ``live_unavailable``."""
     observability_bus: Mapping[str, Any] = field(default_factory=dict)
     """Observability: the node's envelope bus, as the keyword arguments of
     :func:`adk_actors.observability.bus.configure_bus` (``exporters`` as importable names); empty means no bus.
@@ -179,6 +184,7 @@ class Settings:
         """JSON-safe settings without the API key (passed separately, through the environment)."""
         out = _as_dict(self)
         out.pop("gemini_api_key")
+        out.pop("dev_live_principal")
         out["extra"] = dict(self.extra)
         out["agent_limits"] = dict(self.agent_limits)
         out["otel_resource_attributes"] = dict(self.otel_resource_attributes)
@@ -198,6 +204,7 @@ class Settings:
         """JSON-safe view for status and doctor output; secrets appear only as a presence flag."""
         out = _as_dict(self)
         out["gemini_api_key"] = "set" if self.gemini_api_key else "unset"
+        out["dev_live_principal"] = "set" if self.dev_live_principal else "unset"
         out["extra"] = dict(self.extra)
         out["agent_limits"] = dict(self.agent_limits)
         out["otel_resource_attributes"] = dict(self.otel_resource_attributes)
@@ -275,7 +282,7 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         )
 
     from_env = source == "environment"
-    if key == "gemini_api_key":
+    if key in ("gemini_api_key", "dev_live_principal"):
         if value is None or isinstance(value, Secret):
             return value
         if isinstance(value, str):
@@ -393,6 +400,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             raise bad("must be >= 0")
         if key in {"admin_port", "dev_port"} and not 1024 <= value <= 65535:
             raise bad("port out of range 1024..65535")
+        if key == "live_session_limit" and not 1 <= value <= 16384:
+            raise bad("expected an integer from 1 to 16384")
         if (
             key
             in {

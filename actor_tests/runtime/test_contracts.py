@@ -71,6 +71,7 @@ def _examples() -> dict[str, Any]:
     from adk_actors.content.parts import FileDataPart, InlineDataPart
     from adk_actors.devtools.oauth_issuer import IssuerClient
     from adk_actors.evaluation.runner import AgentTarget
+    from adk_actors.live.media import audio_pcm, video_frame
     from adk_actors.observability.trace import TraceContext
     from adk_actors.openapi.broker import ClientCredentials, UserAuthorization
     from adk_actors.plugins.descriptors import compile_plugins
@@ -94,6 +95,8 @@ def _examples() -> dict[str, Any]:
         scopes=("orders.read",),
     )
     return {
+        "AudioChunk": audio_pcm(b"\0\1" * 160),
+        "VideoFrame": video_frame("png", b"\x89PNG\r\n\x1a\n" + b"\0" * 16),
         "ArtifactScope": ArtifactScope.session("app", "u1", "s1"),
         "ArtifactAccess": ArtifactAccess("service", "app", "u1", "s1"),
         "IssuerClient": IssuerClient(client_id="crm", client_secret="s" * 24, redirect_uris=("https://a.example/cb",)),

@@ -15,7 +15,7 @@ Benchmarks, in run order: ``idle``, ``ask_tier1``, ``ask_tier2``, ``hops``, ``re
 ``agent_turns``,
 ``concurrency``, ``idle_agents``, ``spawn_agents`` (:mod:`~adk_actors.devtools.bench_agents`), ``reliability``
 (:mod:`~adk_actors.devtools.bench_reliability`), ``eval`` (:mod:`~adk_actors.devtools.bench_eval`), ``triggers``
-(:mod:`~adk_actors.devtools.bench_triggers`).
+(:mod:`~adk_actors.devtools.bench_triggers`), ``live`` (:mod:`~adk_actors.devtools.bench_live`).
 
 How things are measured (see docs/PERFORMANCE.md):
 
@@ -146,6 +146,12 @@ class Sizes:
     """Deliveries submitted to one trigger in the triggers benchmark."""
     trigger_concurrency: int = 8
     """The trigger's max_concurrency in the triggers benchmark."""
+    live_sessions: int = 100
+    """Concurrent Live sessions in the Live benchmark."""
+    live_turns: int = 3
+    """Text turns each Live session does in the Live benchmark."""
+    live_answer_chars: int = 200
+    """Characters of each emulator answer (20 ms of audio each) in the Live benchmark."""
 
     @classmethod
     def full(cls) -> Sizes:
@@ -178,6 +184,7 @@ class Sizes:
             memory_runner_entries=1000,
             eval_cases=100,
             trigger_deliveries=2_000,
+            live_turns=1,
         )
 
 
@@ -1048,6 +1055,7 @@ from adk_actors.devtools.bench_agents import (  # noqa: E402
 from adk_actors.devtools.bench_context import bench_compaction  # noqa: E402
 from adk_actors.devtools.bench_dev_api import bench_dev_api  # noqa: E402
 from adk_actors.devtools.bench_eval import bench_eval  # noqa: E402
+from adk_actors.devtools.bench_live import bench_live  # noqa: E402
 from adk_actors.devtools.bench_mcp import bench_mcp  # noqa: E402
 from adk_actors.devtools.bench_memory import bench_memory  # noqa: E402
 from adk_actors.devtools.bench_observability import bench_observability  # noqa: E402
@@ -1080,6 +1088,7 @@ BENCHMARKS: dict[str, tuple[Callable[[Context], dict[str, Any]], bool]] = {
     "reliability": (bench_reliability, False),
     "eval": (bench_eval, False),
     "triggers": (bench_triggers, False),
+    "live": (bench_live, False),
 }
 
 

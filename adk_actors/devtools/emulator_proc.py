@@ -24,10 +24,16 @@ __all__ = ["EmulatorProcess", "emulator_process"]
 
 
 class EmulatorProcess:
-    def __init__(self, port: int, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, port: int, proc: subprocess.Popen[bytes], live_port: int = 0) -> None:
         self.port = port
         self.proc = proc
         self.base_url = f"http://127.0.0.1:{port}"
+        self.live_url = (
+            f"ws://127.0.0.1:{live_port}/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+            if live_port
+            else ""
+        )
+        """The Live endpoint (plain ``ws://``) when started with ``live=True``, else empty."""
 
     @property
     def pid(self) -> int:
@@ -48,7 +54,7 @@ def _free_port() -> int:
 
 @contextlib.contextmanager
 def emulator_process(
-    script: dict[str, Any] | None = None, latency_ms: int = 0, start_timeout_s: float = 30.0
+    script: dict[str, Any] | None = None, latency_ms: int = 0, start_timeout_s: float = 30.0, *, live: bool = False
 ) -> Iterator[EmulatorProcess]:
     """Run the emulator in a child process for the duration of the block.
 
@@ -72,11 +78,13 @@ def emulator_process(
             with open(path, "w") as fh:
                 json.dump(script, fh)
             argv += ["--script", path]
+        live_port = _free_port() if live else 0
+        argv += ["--live-port", str(live_port)] if live else ["--no-live"]
         port = int(argv[argv.index("--port") + 1])
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True
         )
-        emu = EmulatorProcess(port, proc)
+        emu = EmulatorProcess(port, proc, live_port)
         try:
             deadline = time.monotonic() + start_timeout_s
             while True:

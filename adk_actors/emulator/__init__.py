@@ -2,8 +2,9 @@
 
 It speaks the real wire protocol over HTTP/1.1 on 127.0.0.1 — ``generateContent``, ``streamGenerateContent`` (SSE
 with ``alt=sse``, otherwise a streamed JSON array), ``countTokens``, ``cachedContents`` (create/get/list/patch/delete)
-and ``models`` (get/list) — validates requests like the real service (unknown fields, oneofs, roles, thought
-signatures, API keys) and answers from a JSON scenario script. The official ``google-genai`` SDK works against it::
+and ``models`` (get/list) — and the Live API (``BidiGenerateContent`` over WebSocket: ``ws://`` and self-signed
+``wss://``), validates requests like the real service (unknown fields, oneofs, roles, thought signatures, API keys)
+and answers from a JSON scenario script. The official ``google-genai`` SDK works against it::
 
     from adk_actors.emulator import Emulator
 
@@ -11,6 +12,8 @@ signatures, API keys) and answers from a JSON scenario script. The official ``go
         url = emu.base_url                                 # "http://127.0.0.1:PORT"; append /v1beta/models/...
         ...
         emu.requests                                       # request log (API key redacted)
+        emu.live_url, emu.live_tls_url, emu.live_ca_file   # Live: ws://, wss:// and the PEM to trust for wss
+        emu.live_connections(), emu.live_log               # Live test hooks (also live_go_away(ms), live_drop_all())
 
 Command line: ``python -m adk_actors.emulator --port 8765 [--script FILE] [--latency-ms N]
 [--record FILE --upstream URL] [--replay FILE] [--api-key KEY ...] [--lax-signatures]``. Out of process, the
@@ -67,6 +70,20 @@ request wins; when none matches the answer is ``"You said: {user_text}"``. ``RUL
   ``after_chunks`` stream chunks and then ends the body without a finishing chunk / aborts the TCP connection /
   sends ``data: {"error": {...}}`` and ends. On a non-streaming request ``drop_connection`` closes the socket and the
   other kinds answer the HTTP error ``status_on_unary`` (default 503).
+
+Live turns use the same rules (an audio turn's user text is ``(audio N ms)``); REST-only keys are ignored there and
+these Live-only keys are taken out before the REST rules compile (REST ignores them):
+
+* script level ``"text_frames": true``: send text frames instead of the real service's binary frames.
+* ``input_transcription``: template of what was "heard" on an audio turn (default ``(audio {audio_ms} ms)``); it
+  becomes the user text of the history and of the answer's templates.
+* ``audio_ms_per_char`` (default 20, capped at 60 s an answer), ``chunk_ms`` (default 100): the synthetic voice's
+  length and chunking (24 kHz s16le PCM, a tone whose pitch follows the text; TEXT modality: as many text pieces).
+* ``pace``: 0 = send as fast as possible (default), 1.0 = real time (barge-in needs > 0).
+* ``go_away_ms``: after this turn send ``goAway{timeLeft}``, then close 1000 after that many ms.
+* ``fault``: ``{"kind": "drop"|"malformed", "after_chunks": 1}`` (abort the TCP connection / send one non-JSON
+  binary frame and go on), ``{"kind": "slow", "delay_ms": N}`` (before the first chunk), ``{"kind": "close",
+  "code": 1011, "reason": "...", "after_chunks": 1}``. A REST ``fault`` on a Live turn closes 1011.
 
 Templates: ``{name}`` placeholders with dotted paths, ``{{``/``}}`` for literal braces, unknown names left as written.
 Variables: ``user_text``, ``system_text``, ``model``, ``tool``, ``match.*``, ``name`` (function name of the first

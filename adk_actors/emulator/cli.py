@@ -9,6 +9,8 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
+from adk_actors.errors import ConfigError
+
 from .server import Emulator
 
 
@@ -26,7 +28,18 @@ def build_parser(prog: str = "python -m adk_actors.emulator") -> argparse.Argume
     p.add_argument("--lax-signatures", action="store_true", help="do not enforce thought signatures (Gemini 2.5 mode)")
     p.add_argument("--strict", action="store_true", help="also enforce rules not verified against the real service")
     p.add_argument("--min-cache-tokens", type=int, default=1024, help="minimum cachedContents size in tokens")
+    p.add_argument("--live-port", type=int, default=0, help="Live ws:// port (default 0: a free one)")
+    p.add_argument("--live-tls-port", type=int, default=0, help="Live wss:// port (default 0: a free one)")
+    p.add_argument("--no-live", action="store_true", help="do not serve the Live (WebSocket) endpoint")
     return p
+
+
+def _live_line(emu: Emulator) -> str:
+    try:
+        secure = f" and {emu.live_tls_url} (CA file: {emu.live_ca_file})"
+    except ConfigError as exc:
+        secure = f" (no wss: {exc.message})"
+    return f"Gemini Live listening on {emu.live_url}{secure}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             replay=args.replay,
             min_cache_tokens=args.min_cache_tokens,
             strict=args.strict,
+            live=not args.no_live,
+            live_port=args.live_port,
+            live_tls_port=args.live_tls_port,
         )
         emu.start()
     except (OSError, ValueError) as exc:
@@ -61,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         print(f"Gemini emulator listening on {emu.base_url}", flush=True)
+        if not args.no_live:
+            print(_live_line(emu), flush=True)
         while not done.wait(1.0):
             pass
     finally:

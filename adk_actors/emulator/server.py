@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from adk_actors.content.canonical import canonical_dumps
-from adk_actors.errors import ValidationError
+from adk_actors.errors import ConfigError, ValidationError
 
 from . import httpio
 from .engine import Engine, Reply, error_reply
+from .live import LiveServer
+from .live_wire import LIVE_PATH_TEMPLATE, split_script
 from .script import Scenario
 from .wire import (
     ApiError,
@@ -116,10 +118,11 @@ def _split_sse(body: bytes) -> list[str]:
 
 
 class Emulator:
-    """A Gemini-compatible local server (REST + SSE, countTokens, cachedContents) driven by a scenario script.
+    """A Gemini-compatible local server (REST + SSE, countTokens, cachedContents, Live) driven by a scenario script.
 
-    ``Emulator(...).start()`` binds and serves on a background thread with its own asyncio loop; ``stop()`` closes
-    every socket and joins the thread. See the package docstring for the script format.
+    ``Emulator(...).start()`` binds and serves on a background thread with its own asyncio loop (with ``live=True``,
+    the default, also the Live ws:// and wss:// listeners on ``live_port`` / ``live_tls_port``, 0 = free ports);
+    ``stop()`` closes every socket and joins the thread. See the package docstring for the script format.
     """
 
     def __init__(
@@ -139,6 +142,9 @@ class Emulator:
         max_body: int = MAX_BODY,
         log_size: int = 10_000,
         strict: bool = False,
+        live: bool = True,
+        live_port: int = 0,
+        live_tls_port: int = 0,
     ) -> None:
         if (record is None) != (upstream is None):
             raise ValueError("record and upstream must be given together")
@@ -148,8 +154,21 @@ class Emulator:
         self._requested_port = port
         self._latency_ms = latency_ms
         self.api_keys = list(api_keys) if api_keys is not None else None
-        self._scenario = Scenario(script)
+        rest_script, self._live_script = split_script(script)
+        self._scenario = Scenario(rest_script)
         self.engine = Engine(self._scenario, strict_signatures, min_cache_tokens, models, strict)
+        self._live: LiveServer | None = None
+        if live:
+            self._live = LiveServer(
+                engine=self.engine,
+                script=lambda: self._live_script,
+                api_keys=lambda: self.api_keys,
+                host=host,
+                port=live_port,
+                tls_port=live_tls_port,
+                log_size=log_size,
+                on_frame=lambda path, body: _served("WS", path, 200, body),
+            )
         self.record_path = Path(record) if record is not None else None
         self.upstream = upstream.rstrip("/") if upstream else None
         self.replay_path = Path(replay) if replay is not None else None
@@ -224,11 +243,93 @@ class Emulator:
     def latency_ms(self, value: int) -> None:
         self._latency_ms = int(value)
 
+    # ---------------------------------------------------------------------------------------------------- Live
+    def _live_server(self) -> LiveServer:
+        if self._live is None:
+            raise ConfigError("the Live endpoint is disabled (Emulator(live=False))", reason="live_disabled")
+        if self._live.port is None:
+            raise ConfigError("emulator not started", reason="emulator_not_started")
+        return self._live
+
+    @property
+    def live_url(self) -> str:
+        """``ws://HOST:P/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent``.
+
+        Raises:
+            ConfigError: not started (``emulator_not_started``) or ``live=False`` (``live_disabled``).
+        """
+        live = self._live_server()
+        return f"ws://{self.host}:{live.port}" + LIVE_PATH_TEMPLATE.format(version="v1beta")
+
+    @property
+    def live_tls_url(self) -> str:
+        """The same endpoint over TLS (``wss://``, self-signed: trust :attr:`live_ca_file`).
+
+        Raises:
+            ConfigError: ``live_tls_unavailable`` when ``cryptography`` is not installed (no wss listener), or as
+                :attr:`live_url`.
+        """
+        live = self._live_server()
+        if live.tls_port is None:
+            raise ConfigError(f"no wss listener: {live.tls_error}", reason="live_tls_unavailable")
+        return f"wss://{self.host}:{live.tls_port}" + LIVE_PATH_TEMPLATE.format(version="v1beta")
+
+    @property
+    def live_ca_file(self) -> str:
+        """Path of the PEM certificate to trust for :attr:`live_tls_url` (deleted by :meth:`stop`).
+
+        Raises:
+            ConfigError: as :attr:`live_tls_url`.
+        """
+        live = self._live_server()
+        if live.ca_file is None:
+            raise ConfigError(f"no wss listener: {live.tls_error}", reason="live_tls_unavailable")
+        return str(live.ca_file)
+
+    def live_connections(self) -> int:
+        """Test hook: how many Live connections are open now (0 when Live is disabled or stopped)."""
+        return self._live.connections if self._live is not None else 0
+
+    @property
+    def live_log(self) -> list[dict[str, Any]]:
+        """Test hook: the Live frame log, oldest first — never frame contents or audio, only sizes.
+
+        Each entry: ``connection`` (int id), ``direction`` (``"in"``/``"out"``), ``kind`` (``"setup"``,
+        ``"realtimeInput.audio"``, ``"serverContent.modelTurn"``, ``"toolCall"``, ``"close"``, ``"drop"``...),
+        ``bytes`` (frame size), ``timestamp``; ``audio_bytes`` for audio; ``code``/``reason`` for ``close``.
+        """
+        return self._live.log_entries() if self._live is not None else []
+
+    def live_go_away(self, time_left_ms: int) -> None:
+        """Test hook: send ``goAway{timeLeft}`` to every open Live connection, then close each with 1000 after it.
+
+        Raises:
+            ConfigError: as :attr:`live_url`.
+        """
+        self._on_loop(self._live_server().go_away(int(time_left_ms)))
+
+    def live_drop_all(self) -> None:
+        """Test hook: abort the TCP connection of every open Live connection (no close frame).
+
+        Raises:
+            ConfigError: as :attr:`live_url`.
+        """
+        self._on_loop(self._live_server().drop_all())
+
+    def _on_loop(self, coro: Any) -> None:
+        loop = self._loop
+        if loop is None or self._stopped:
+            coro.close()
+            raise ConfigError("emulator not started", reason="emulator_not_started")
+        asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=30)
+
     def set_script(self, script: dict[str, Any] | str | Path | None) -> None:
         """Replace the scenario (validated first; hit counters restart). Thread-safe."""
-        scenario = Scenario(script)
+        rest_script, live_script = split_script(script)
+        scenario = Scenario(rest_script)
         self._scenario = scenario
         self.engine.scenario = scenario
+        self._live_script = live_script
 
     @property
     def rule_hits(self) -> dict[str, int]:
@@ -280,8 +381,20 @@ class Emulator:
             self._started.set()
             return
         self._port = self._server.sockets[0].getsockname()[1]
+        if self._live is not None:
+            try:
+                await self._live.start()
+            except BaseException as exc:
+                self._start_error = exc
+                self._server.close()
+                await self._live.stop()
+                await self._server.wait_closed()
+                self._started.set()
+                return
         self._started.set()
         await self._stop_event.wait()
+        if self._live is not None:
+            await self._live.stop()
         self._server.close()
         # Connections accepted just before close() have a handler task that has not run yet: let them start,
         # then cancel every handler and abort whatever transport is still open (nothing may outlive stop()).
