@@ -48,3 +48,25 @@ def test_schedule_arguments_are_checked_before_anything_starts(system: ActorSyst
     with pytest.raises(TriggerError) as payload:
         start_schedule("t", "s", 10, {"nope": 1}, system=system)
     assert payload.value.details["key"] == "nope"
+
+
+def test_a_restarted_schedule_moves_past_the_keys_its_earlier_incarnation_fired(
+    system: ActorSystemHandle, emu: Emulator, make_trigger: Any
+) -> None:
+    emu.set_script(text_script("summary"))
+    name = make_trigger()
+    first = start_schedule(name, "daily", 50, {"payload": "Summarize"}, system=system)
+    try:
+        until(lambda: first.status()["fired"] >= 2 or None, 5, "two firings")
+    finally:
+        first.stop()
+    before = triggers.trigger_status(name, system=system)["accepted"]
+    # A new incarnation counts from 1 again (as one restarted with its host does); the trigger retains keys 1..n.
+    again = start_schedule(name, "daily", 60_000, {"payload": "Summarize"}, initial_delay_ms=1, system=system)
+    try:
+        state = until(lambda: s if (s := again.status())["last_ref"] else None, 5, "a new firing")
+    finally:
+        again.stop()
+    assert state["skipped_duplicates"] >= before and state["fired"] == before + 1
+    assert triggers.await_event(state["last_ref"], 5, system=system).outcome == "completed"
+    assert triggers.trigger_status(name, system=system)["accepted"] >= before + 1
