@@ -115,7 +115,7 @@ def register_secret(value: str) -> None:
             _known.add(value)
 
 
-SECRET_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "ADK_GEMINI_API_KEY", "ADK_DEV_TOKEN")
+SECRET_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "ADK_GEMINI_API_KEY", "ADK_DEV_TOKEN", "ADK_DEV_LIVE_PRINCIPAL")
 """Environment variables whose values are configured secrets, wherever they are read."""
 
 

@@ -15,6 +15,7 @@
 * ``adk a2a discover|send|get|cancel|tasks URL ...`` — :mod:`adk_actors.cli.a2a_cmd`
 * ``adk eval run|render|compare ...`` — :mod:`adk_actors.cli.eval_cmd` (docs/EVALUATION.md)
 * ``adk trigger list|status NAME [REF]`` — :mod:`adk_actors.cli.trigger_cmd` (docs/TRIGGERS.md)
+* ``adk live list|status ID|send ID TEXT`` — :mod:`adk_actors.cli.live_cmd` (docs/CLI.md)
 * ``adk memory search|erase``, ``adk artifact delete``, ``adk context-cache invalidate`` (and the resource subjects
   of ``adk inspect``) — :mod:`adk_actors.cli.resource_cmds`, against a running developer server
 
@@ -38,6 +39,7 @@ from adk_actors.cli import (
     dev_cmds,
     doctor,
     eval_cmd,
+    live_cmd,
     mcp_cmd,
     resource_cmds,
     run_cmd,
@@ -138,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         resource_cmds,
         eval_cmd,
         trigger_cmd,
+        live_cmd,
     ):
         command.add_parser(sub)
     return parser

@@ -59,6 +59,7 @@ from adk_actors.secrets import principal_digest
 __all__ = [
     "LiveSessionRef",
     "LiveSubscription",
+    "check_live_session_id",
     "close_live_session",
     "live_activity_end",
     "live_activity_start",
@@ -106,7 +107,12 @@ class LiveSessionRef:
         object.__setattr__(self, "system", None)
 
 
-def _check_session_id(session_id: Any) -> str:
+def check_live_session_id(session_id: Any) -> str:
+    """``session_id`` when it is a valid Live session id (1-128 ASCII letters, digits, ``-``, ``_``, ``.``).
+
+    Raises:
+        ValidationError: ``invalid_session_id``.
+    """
     if (
         not isinstance(session_id, str)
         or not 0 < len(session_id) <= MAX_SESSION_ID
@@ -169,7 +175,7 @@ def start_live_session(
         ValidationError: ``invalid_session_id``, ``invalid_principal``.
         LiveError: ``live_session_exists`` (that id runs); ``live_session_limit``.
     """
-    _check_session_id(session_id)
+    check_live_session_id(session_id)
     digest = principal_digest(principal)
     checked = config if isinstance(config, LiveConfig) else live_config(config)
     if checked.tool_execution is not None and checked.tool_execution.tools:

@@ -7,9 +7,9 @@ socket and a wake pipe: client messages the actor queued with :meth:`LiveSocket.
 the server frames are handed to the actor with ``token.report(("frames", [data, ...]))`` — the actor's
 ``on_progress``, in order; one report carries every frame that was already readable, so a busy connection costs one
 actor wakeup per batch, not per frame. Other reports: ``("open",)`` once connected, ``("sent", n_bytes)`` after each
-written message (the actor releases that much ingress credit). The call completes with ``("closed", code, reason)`` when the server closes,
-or with a ``LiveError`` (``live_connect_failed``, ``connection_lost``); cancelling the token shuts the socket down
-so the thread ends within one ``select`` slice.
+written message (the actor releases that much ingress credit). The call completes with ``("closed", code,
+reason)`` when the server closes, or with a ``LiveError`` (``live_connect_failed``, ``connection_lost``);
+cancelling the token shuts the socket down so the thread ends within one ``select`` slice.
 """
 
 from __future__ import annotations

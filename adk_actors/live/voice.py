@@ -80,6 +80,13 @@ class VoiceFrame:
 
 
 @dataclass(frozen=True, slots=True)
+class VoiceAck:
+    """An owner's ACK frame, as a cast: it never waits for the bridge (a dropped or stale one returns no credit)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class VoiceOut:
     """One binary server frame to the owner."""
 
@@ -244,6 +251,18 @@ class VoiceBridgeActor(GenServer):
         if isinstance(message, LiveDropped) and message.subscription_id == self.sub_id:
             self._end(message.reason, unsubscribe=False)
             return
+        if isinstance(message, VoiceAck):
+            if self.state == "open":
+                try:
+                    frame = vp.decode_client_frame(message.data, max_audio_bytes=self.args.max_audio_frame_bytes)
+                except LiveError:
+                    self.counters["rejected"] += 1
+                    return
+                if frame.kind == vp.ACK and frame.seq in self.forwarded:
+                    self.forwarded.discard(frame.seq)
+                    self._ack(frame.seq)
+                    self._flush_acks()
+            return
         super().handle_info(message, sender)
 
     def _event(self, event: LiveEvent) -> None:
@@ -332,9 +351,21 @@ class VoiceBridge:
     _ask_timeout: float = 10.0
     _pending: list[bytes] = field(default_factory=list)
 
+    def ack(self, data: bytes) -> None:
+        """Pass an ACK frame on without waiting (a cast; the bridge checks it like any frame and drops a bad one).
+
+        Raises:
+            LiveError: ``voice_bridge_closed``.
+        """
+        if self.closed_reason is not None:
+            raise LiveError(
+                "the voice bridge is closed", reason="voice_bridge_closed", details={"reason": self.closed_reason}
+            )
+        self.system.cast(self.ref, VoiceAck(bytes(data)))
+
     def frame(self, data: bytes, *, timeout: float | None = None) -> dict[str, Any]:
         """Send one client frame; returns ``{"input_seq": n}`` once the session accepted it (``{"acked": seq}``
-        for an ACK).
+        for an ACK — :meth:`ack` does the same without waiting).
 
         Raises:
             LiveError: ``invalid_voice_frame``, ``ingress_full``, ``live_voice_outcome_unknown``,

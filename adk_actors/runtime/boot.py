@@ -100,7 +100,12 @@ def _boot(spec: dict[str, Any]) -> dict[str, Any]:
     port = int(spec["port"])
     data_dir = Path(spec["data_dir"])
     settings = Settings.from_dict(
-        {**spec["settings"], "gemini_api_key": os.environ.get("GEMINI_API_KEY") or None}, source="boot"
+        {
+            **spec["settings"],
+            "gemini_api_key": os.environ.get("GEMINI_API_KEY") or None,
+            "dev_live_principal": os.environ.get("ADK_DEV_LIVE_PRINCIPAL") or None,
+        },
+        source="boot",
     )
     _private_outputs(data_dir)
     os.environ[LIBRARY_LEVEL_ENV] = settings.library_log_level  # inherited by every process of the node

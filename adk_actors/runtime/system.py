@@ -789,6 +789,8 @@ def start(
     env.update(_thespian_env(settings, port))
     if settings.gemini_api_key is not None:
         env["GEMINI_API_KEY"] = settings.gemini_api_key.reveal()
+    if settings.dev_live_principal is not None:
+        env["ADK_DEV_LIVE_PRINCIPAL"] = settings.dev_live_principal.reveal()  # a secret: never in to_dict()
     # The provider runs in the node's processes: the node's setting must reach them, not only this process's env.
     env["ADK_GEMINI_BASE_URL"] = settings.gemini_base_url
     boot_log = data / "logs" / f"system-{port}.out"

@@ -31,12 +31,24 @@ operation's reason (409 for a request the resource's state refuses: ``already_ex
 | ``POST /dev/v1/evaluation/render`` | a saved eval result or comparison: ``{"kind", "summary", "markdown"}``, or the |
 | | self-contained HTML report with ``?format=html`` |
 | ``POST /dev/v1/evaluation/compare`` | ``{"baseline", "current", "options"?}``: the comparison document |
+| ``GET /dev/v1/live/sessions``, ``GET /dev/v1/live/sessions/{id}`` | Live sessions of the developer principal |
+| ``POST /dev/v1/live/sessions/{id}/text`` | ``{"text"}``: one text input, ``{"input_seq": n}`` |
+| ``GET /dev/v1/live/sessions/{id}/events`` | SSE of future events only (no ``Last-Event-ID``: Live is not replayed) |
+| ``WS /dev/v1/live/sessions/{id}/voice`` | the voice bridge (:mod:`adk_actors.web.voice_page`; page ``/dev/voice``) |
 
 Memory, artifact and context-cache routes use the services of the ``resources`` argument of :func:`dev_app` (a
 :data:`~adk_actors.devapi.resources.ResourceProvider` called with each request's exact scope), never a lookup by
 path text; destructive ones need a ``confirmation`` equal to the expected object (400 ``confirmation_required`` /
 ``confirmation_mismatch``); an adapter answer for another scope is 503 ``<kind>_unavailable``; a scope the provider
 denies is 403 ``resource_forbidden``.
+
+Live routes act as the configured developer Live principal (:class:`~adk_actors.devapi.live.LiveOps`; the
+``live_principal`` argument of :func:`dev_app`): unset, they answer 503 ``live_unavailable``; a session of another
+principal is 404 ``live_session_not_found`` like a missing one; ``live_not_active`` is 409, ``ingress_full`` and
+``subscriber_limit`` are 429. The events stream starts with ``event: subscribed`` (the subscription is in place),
+then one ``event: live`` per session event (``{"kind", "seq", "payload"}``; audio as ``{"kind": "audio", "seq",
+"bytes"}``), without ``id:`` lines: Live is not replayed. Each event is acknowledged to the session after it was
+written; the stream unsubscribes when it ends (terminal event, bound, client gone).
 """
 
 from __future__ import annotations
@@ -44,37 +56,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from importlib import resources
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from adk_actors.devapi import DevOps, item_json
 from adk_actors.devapi.evaluation import compare_results, render_document
+from adk_actors.devapi.live import LiveOps
 from adk_actors.devapi.resources import DevResources, ResourceOps, ResourceProvider
 from adk_actors.devapi.triggers import TriggerOps
 from adk_actors.errors import AdkError, NameNotFound, RunError, SessionError, ValidationError
 from adk_actors.runtime.system import ActorSystemHandle
+from adk_actors.secrets import Secret
 from adk_actors.sessions.base import BaseSessionService
 from adk_actors.web.edge import DevToken, EdgeGuard, EdgeLimits, edge_app, error_response, read_json, status_for
 from adk_actors.web.offload import BlockingIterator, Offload
 from adk_actors.web.sse import SseEvent, SseStream, parse_last_event_id
+from adk_actors.web.voice_page import VOICE_PAGE, VOICE_PATH, VoiceSocket, voice_page
 
 __all__ = ["API_PREFIX", "CONSOLE_FILES", "FUTURE_SURFACES", "dev_app"]
 
 API_PREFIX = "/dev/v1"
-FUTURE_SURFACES: Mapping[str, str] = {
-    "live": "Live sessions arrive with the Live and voice issue",
-}
+FUTURE_SURFACES: Mapping[str, str] = {}
 """Rows of the reference's ``/dev/v1`` table that this node does not serve yet: 404 ``surface_not_available``."""
 CONSOLE_FILES: Mapping[str, str] = {
     "console.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
+    "voice.js": "text/javascript; charset=utf-8",
+    "voice-worklet.js": "text/javascript; charset=utf-8",
 }
-"""The console's static files (``/dev/static/<name>``) besides its page."""
+"""The console's and the voice page's static files (``/dev/static/<name>``) besides their pages."""
 _PEEK_S = 0.5
 """How long the events route waits for a subscription's first item before it starts the stream anyway."""
 _CSP = (
@@ -103,6 +119,18 @@ _CONFLICT_DETAILS = frozenset({"resumed_to", "state"})
 """Details a conflict keeps: server-made facts only (the ids the request named are not echoed back)."""
 
 _Handler = Callable[[Request], Awaitable[Response]]
+
+_LIVE_STATUS: Mapping[str, int] = {
+    "live_unavailable": 503,
+    "live_session_not_found": 404,
+    "live_not_active": 409,
+    "voice_bridge_exists": 409,
+    "ingress_full": 429,
+    "subscriber_limit": 429,
+}
+"""Statuses of the Live routes' reasons (``LiveError`` would be 500). The answer carries no details: a missing
+session and another principal's look the same."""
+_LIVE_SESSION = re.compile(r"/dev/v1/live/sessions/[A-Za-z0-9._-]{1,128}/voice")
 
 _RESOURCE_STATUS: Mapping[str, int] = {
     "resource_forbidden": 403,
@@ -164,6 +192,20 @@ def _trigger_statuses(handler: _Handler) -> _Handler:
     return endpoint
 
 
+def _live_statuses(handler: _Handler) -> _Handler:
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except AdkError as err:
+            status = _LIVE_STATUS.get(err.reason)
+            if status is None:
+                raise
+            return error_response(status, err.reason, message=err.message)
+
+    return endpoint
+
+
 def _console_file(name: str) -> bytes:
     return resources.files("adk_actors.web").joinpath("static", name).read_bytes()
 
@@ -186,12 +228,20 @@ def _allowed(body: Mapping[str, Any], keys: set[str]) -> None:
 class _Routes:
     """The route handlers of one :func:`dev_app`."""
 
-    def __init__(self, ops: DevOps, offload: Offload, a2a: Any = None, resources: ResourceOps | None = None) -> None:
+    def __init__(
+        self,
+        ops: DevOps,
+        offload: Offload,
+        a2a: Any = None,
+        resources: ResourceOps | None = None,
+        live: LiveOps | None = None,
+    ) -> None:
         self.ops = ops
         self.offload = offload
         self.a2a = a2a
         self.resources = resources or ResourceOps(None, ops.sessions)
         self.triggers = TriggerOps(ops.system)
+        self.live = live or LiveOps(ops.system, None)
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await self.offload.call(fn, *args, **kwargs)
@@ -365,6 +415,53 @@ class _Routes:
         p = request.path_params
         return JSONResponse(await self._call(self.triggers.event, f"{p['name']}/{p['event_id']}"))
 
+    # Live (adk_actors.live: sessions an application started with the developer Live principal)
+
+    async def live_sessions(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.live.list_sessions))
+
+    async def live_session(self, request: Request) -> Response:
+        return JSONResponse(await self._call(self.live.status, request.path_params["session_id"]))
+
+    async def live_text(self, request: Request) -> Response:
+        body = await read_json(request)
+        _allowed(body, {"text"})
+        sent = await self._call(self.live.send_text, request.path_params["session_id"], body.get("text"))
+        return JSONResponse(sent)
+
+    async def live_events(self, request: Request) -> Response:
+        if request.headers.get("last-event-id") is not None:
+            raise ValidationError(
+                "Live events are not replayed: subscribe again without Last-Event-ID",
+                reason="live_replay_unsupported",
+            )
+        session_id = request.path_params["session_id"]
+        if request.method == "HEAD":
+            await self._call(self.live.status, session_id)
+            return Response(media_type=SseStream.media_type, headers={"cache-control": "no-store"})
+        if not self.live.available:
+            self.live.status(session_id)  # raises live_unavailable without starting a thread
+        limits: EdgeLimits = request.scope.get("state", {}).get("edge_limits") or EdgeLimits()
+        idle = limits.sse_max_duration_ms / 1000 + 5.0
+        iterator = self.offload.iterate(self.live.subscribe, session_id, idle)
+        try:
+            first = await anext(iterator)  # the subscription is in place, or its error answers the request
+        except BaseException:
+            await iterator.aclose()
+            raise
+        return SseStream(self._live_stream(iterator, session_id, first or {}))
+
+    async def _live_stream(
+        self, iterator: BlockingIterator[Any], session_id: str, first: Mapping[str, Any]
+    ) -> AsyncIterator[SseEvent]:
+        try:
+            yield SseEvent(None, "subscribed", {"session_id": session_id, "state": first.get("state")})
+            async for item in iterator:
+                if item is not None:
+                    yield SseEvent(None, "live", item, last=item.get("kind") == "terminal")
+        finally:
+            await iterator.aclose()
+
     # node
 
     async def diagnostics(self, request: Request) -> Response:
@@ -477,6 +574,9 @@ class _Routes:
 
     # console
 
+    async def voice(self, request: Request) -> Response:
+        return await voice_page(request)
+
     async def console(self, request: Request) -> Response:
         return Response(
             _console_file("console.html"),
@@ -491,7 +591,7 @@ class _Routes:
         return Response(_console_file(name), media_type=CONSOLE_FILES[name], headers={"cache-control": "no-store"})
 
 
-def _routes(r: _Routes, console: bool) -> list[Route]:
+def _routes(r: _Routes, console: bool, voice: VoiceSocket) -> list[BaseRoute]:
     v1 = API_PREFIX
     api = [
         (f"{v1}/agents", r.agents, "GET"),
@@ -527,7 +627,9 @@ def _routes(r: _Routes, console: bool) -> list[Route]:
         (f"{v1}/context/{scoped}/lifecycle", r.context_lifecycle, "GET"),
         (f"{v1}/context/{scoped}/cache/invalidate", r.invalidate_cache, "POST"),
     ]
-    routes = [Route(path, _conflicts_as_409(handler), methods=[method]) for path, handler, method in api]
+    routes: list[BaseRoute] = [
+        Route(path, _conflicts_as_409(handler), methods=[method]) for path, handler, method in api
+    ]
     routes += [Route(path, _resource_statuses(handler), methods=[method]) for path, handler, method in resources]
     triggers = [
         (f"{v1}/triggers", r.trigger_list),
@@ -535,14 +637,28 @@ def _routes(r: _Routes, console: bool) -> list[Route]:
         (f"{v1}/triggers/{{name}}/events/{{event_id}}", r.trigger_event),
     ]
     routes += [Route(path, _trigger_statuses(handler), methods=["GET"]) for path, handler in triggers]
+    live = [
+        (f"{v1}/live/sessions", r.live_sessions, "GET"),
+        (f"{v1}/live/sessions/{{session_id}}", r.live_session, "GET"),
+        (f"{v1}/live/sessions/{{session_id}}/text", r.live_text, "POST"),
+        (f"{v1}/live/sessions/{{session_id}}/events", r.live_events, "GET"),
+    ]
+    routes += [Route(path, _live_statuses(handler), methods=[method]) for path, handler, method in live]
+    routes.append(WebSocketRoute(VOICE_PATH, voice.endpoint))
     routes += [Route(f"{v1}/{{surface}}", r.not_yet), Route(f"{v1}/{{surface}}/{{rest:path}}", r.not_yet)]
     if console:
-        routes += [Route("/dev", r.console, methods=["GET"]), Route("/dev/static/{name}", r.static, methods=["GET"])]
+        routes += [
+            Route("/dev", r.console, methods=["GET"]),
+            Route(VOICE_PAGE, r.voice, methods=["GET"]),
+            Route("/dev/static/{name}", r.static, methods=["GET"]),
+        ]
     return routes
 
 
 def _public(path: str) -> bool:
-    return path == "/dev" or path.startswith("/dev/static/")
+    # The voice WebSocket authenticates itself (a browser cannot send the Authorization header on a WebSocket);
+    # an HTTP request to that path matches no route and is 404 whatever it carries.
+    return path in ("/dev", VOICE_PAGE) or path.startswith("/dev/static/") or bool(_LIVE_SESSION.fullmatch(path))
 
 
 def dev_app(
@@ -555,6 +671,7 @@ def dev_app(
     console: bool = True,
     a2a: Any = None,
     resources: ResourceProvider | DevResources | None = None,
+    live_principal: Secret | str | None = None,
 ) -> EdgeGuard:
     """The ``/dev/v1`` API (and, with ``console``, the console at ``/dev``) for ``system``, as an ASGI app.
 
@@ -573,10 +690,15 @@ def dev_app(
             (:func:`~adk_actors.devapi.resources.single_tenant` builds one), or one
             :class:`~adk_actors.devapi.resources.DevResources` for every scope. Never taken from a request;
             ``None``: those routes answer 503 ``<kind>_unavailable`` (context explanation still works).
+        live_principal: the exact principal the Live routes and the voice bridge act as; ``None``: the node's
+            ``dev_live_principal`` setting, else ``$ADK_DEV_LIVE_PRINCIPAL``
+            (:func:`~adk_actors.devapi.live.live_principal`); with neither, they answer 503 ``live_unavailable``.
     """
     ops = DevOps(system, sessions)
     pool = offload or Offload()
-    handlers = _Routes(ops, pool, a2a, ResourceOps(resources, ops.sessions, system=system))
+    live = LiveOps(system, live_principal) if live_principal is not None else LiveOps.from_settings(system)
+    handlers = _Routes(ops, pool, a2a, ResourceOps(resources, ops.sessions, system=system), live)
+    voice = VoiceSocket(live, token, pool)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
@@ -585,4 +707,4 @@ def dev_app(
         finally:
             pool.close()
 
-    return edge_app(_routes(handlers, console), token=token, limits=limits, public=_public, lifespan=lifespan)
+    return edge_app(_routes(handlers, console, voice), token=token, limits=limits, public=_public, lifespan=lifespan)

@@ -151,7 +151,12 @@ def _serve(admin_port: int) -> int:
     from adk_actors.web.edge import DevToken
     from adk_actors.web.serve import check_bind, start_in_thread
 
-    settings = Settings.from_dict(json.loads(os.environ.get("ADKACTORS_EDGE_SETTINGS") or "{}"))
+    settings = Settings.from_dict(
+        {
+            **json.loads(os.environ.get("ADKACTORS_EDGE_SETTINGS") or "{}"),
+            "dev_live_principal": os.environ.get("ADK_DEV_LIVE_PRINCIPAL") or None,
+        }
+    )
     check_bind(settings.dev_bind_ip, settings.dev_allow_remote_bind)
     token = DevToken.from_env()
     handle = attach(admin_port, settings, make_default=False)

@@ -112,7 +112,12 @@ def uvicorn_config(
         host=host,
         port=_check_port(port),
         http="h11",
-        ws="none",
+        # WebSockets for the voice bridge (docs/VOICE_BRIDGE.md): the sans-I/O websockets protocol, frames bounded
+        # like request bodies, no compression (a deflate bomb is not ours to inflate). Every other path refuses a
+        # WebSocket (the edge guard closes it with 1008).
+        ws="websockets-sansio",
+        ws_max_size=limits.max_body_bytes,
+        ws_per_message_deflate=False,
         lifespan="auto",
         interface="asgi3",
         h11_max_incomplete_event_size=limits.max_header_bytes + _HEADER_SLACK,

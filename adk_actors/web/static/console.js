@@ -18,6 +18,7 @@
   let metricsLoaded = false;
   let mcpSelected = null; // the connection id whose tools the MCP panel shows
   let triggerSelected = null; // the trigger whose recent outcomes the Triggers panel shows
+  let liveFollow = null; // the Live session whose events the Live panel reads (see followLive)
   const conversation = { user: "dev-user", session: null };
 
   const $ = (id) => document.getElementById(id);
@@ -210,6 +211,9 @@
     triggerSelected = null;
     $("triggers-rows").replaceChildren();
     $("trigger-detail").hidden = true;
+    stopLive();
+    $("live-rows").replaceChildren();
+    $("live-detail").hidden = true;
     $("token-input").focus();
   }
 
@@ -1021,6 +1025,233 @@
     $("trigger-detail").hidden = false;
   }
 
+  // ---- Live ----------------------------------------------------------------------------------------------------
+  // Sessions an application started with the node's developer Live principal. The panel never starts one; it reads
+  // a session's future events (no replay: no Last-Event-ID) and sends text. Audio shows only its size.
+
+  const LIVE_BADGES = { active: "on", connecting: "starting", resuming: "reconnecting", closing: "paused", closed: "off" };
+  const MAX_LIVE_LOG = 300;
+
+  async function refreshLive() {
+    showMessage($("live-error"), "");
+    try {
+      const page = await api("GET", "/live/sessions");
+      const rows = $("live-rows");
+      rows.replaceChildren();
+      const sessions = Array.isArray(page.sessions) ? page.sessions : [];
+      for (const s of sessions) {
+        const row = el("tr", "live-row");
+        row.dataset.session = s.session_id;
+        const state = el("td");
+        const badge = el("span");
+        setBadge(badge, LIVE_BADGES[s.state] || "idle", s.state || "?");
+        state.append(badge);
+        const audio = `${num(s.audio_in_bytes)} / ${num(s.audio_out_bytes)}`;
+        const name = el("td", "live-name");
+        name.append(el("div", "mono", s.session_id), el("div", "muted small live-model", s.model));
+        row.append(name, state, el("td", "num live-subscribers", num(s.subscribers)),
+          el("td", "num live-resumes", num(s.resumes)), el("td", "num live-inputs", num(s.inputs)),
+          el("td", "num live-audio", audio));
+        row.tabIndex = 0;
+        row.addEventListener("click", () => showLive(s));
+        row.addEventListener("keydown", (event) => {
+          if (event.key === "Enter") showLive(s);
+        });
+        rows.append(row);
+      }
+      $("live-empty").hidden = sessions.length > 0;
+      const count = `${sessions.length} ${sessions.length === 1 ? "session" : "sessions"}`;
+      $("live-updated").textContent = `Updated ${new Date().toLocaleTimeString()} · ${count}`;
+      const selected = liveFollow && sessions.find((s) => s.session_id === liveFollow.sessionId);
+      if (selected) showLive(selected, false);
+      else if (liveFollow === null && sessions.length === 1) showLive(sessions[0]);
+      markLiveRow();
+    } catch (err) {
+      showMessage($("live-error"), describe(err));
+      $("live-empty").hidden = true;
+    }
+  }
+
+  function markLiveRow() {
+    const current = liveFollow ? liveFollow.sessionId : null;
+    for (const row of document.querySelectorAll("#live-rows tr")) {
+      row.classList.toggle("selected", row.dataset.session === current);
+    }
+  }
+
+  function showLive(s, follow = true) {
+    $("live-detail-id").textContent = s.session_id;
+    const meta = [`${s.state}`, `model ${s.model}`, `${num(s.subscribers)} subscribers`, `${num(s.resumes)} resumes`,
+      `${num(s.inputs)} inputs`, `event ${num(s.last_seq)}`];
+    $("live-detail-meta").textContent = meta.join(" · ");
+    $("live-voice-link").href = `/dev/voice?session=${encodeURIComponent(s.session_id)}`;
+    $("live-detail").hidden = false;
+    if (follow && (!liveFollow || liveFollow.sessionId !== s.session_id)) followLive(s.session_id);
+    markLiveRow();
+  }
+
+  function stopLive() {
+    if (liveFollow) liveFollow.controller.abort();
+    liveFollow = null;
+  }
+
+  function setLiveState(f, kind, text) {
+    if (liveFollow === f) setBadge($("live-stream-state"), kind, text);
+  }
+
+  // Read the session's events until its terminal event. A stream that reaches the edge's bound is opened again at
+  // once; what happened in between is not replayed (Live has no replay), so the log says so.
+  function followLive(sessionId) {
+    stopLive();
+    $("live-log").replaceChildren();
+    liveOpen = {};
+    showMessage($("live-send-error"), "");
+    const f = { sessionId, controller: new AbortController(), done: false };
+    liveFollow = f;
+    liveLoop(f);
+  }
+
+  async function liveLoop(f) {
+    let failures = 0;
+    while (!f.done && liveFollow === f) {
+      setLiveState(f, "starting", "connecting");
+      let progressed = false;
+      try {
+        const response = await fetch(`${API}/live/sessions/${pathOf(f.sessionId)}/events`, {
+          headers: authHeaders({ Accept: "text/event-stream" }),
+          signal: f.controller.signal,
+          cache: "no-store",
+          credentials: "omit",
+        });
+        if (!response.ok) {
+          const error = await errorOf(response);
+          if (response.status === 401) refused(error);
+          if (response.status < 500) {
+            f.done = true;
+            setLiveState(f, "off", "not following");
+            liveNote(`Cannot follow ${f.sessionId}: ${error.describe()}`, "error");
+            return;
+          }
+          throw error;
+        }
+        for await (const message of sseMessages(response.body.getReader())) {
+          if (liveFollow !== f) return;
+          let data = null;
+          try {
+            data = JSON.parse(message.data);
+          } catch (err) {
+            continue;
+          }
+          if (message.event === "subscribed") {
+            liveOpen = {}; // a new connection: what came before it is not continued
+            progressed = true;
+            setLiveState(f, "on", "following");
+          } else if (message.event === "live") {
+            liveEvent(data);
+            if (data.kind === "terminal") {
+              f.done = true;
+              setLiveState(f, "off", "ended");
+              return;
+            }
+          } else if (message.event === "bound") {
+            liveNote("The stream reached its bound and reconnected: events in between are not shown.");
+            break;
+          } else if (message.event === "error") {
+            liveNote(`The stream ended: ${data.reason}.`, "error");
+            break;
+          }
+        }
+      } catch (err) {
+        if (liveFollow !== f || f.controller.signal.aborted) return;
+      }
+      if (f.done || liveFollow !== f) return;
+      failures = progressed ? 0 : failures + 1;
+      if (failures > MAX_STREAM_RETRIES) {
+        setLiveState(f, "off", "disconnected");
+        liveNote(`Lost the event stream of ${f.sessionId}; select the session again to retry.`, "error");
+        return;
+      }
+      setLiveState(f, "reconnecting", "reconnecting");
+      if (failures) await delay(Math.min(250 * 2 ** failures, 4000), f.controller.signal);
+    }
+  }
+
+  function liveAppend(item) {
+    const log = $("live-log");
+    const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+    log.append(item);
+    while (log.children.length > MAX_LIVE_LOG) log.firstElementChild.remove();
+    if (atBottom) log.scrollTop = log.scrollHeight;
+  }
+
+  function liveNote(text, kind) {
+    const item = el("li", `tl tl-note${kind ? ` tl-${kind}` : ""}`);
+    item.append(el("div", "tl-head", text));
+    liveAppend(item);
+  }
+
+  const LIVE_TEXT_KINDS = new Set(["text", "thought", "output_transcription", "input_transcription"]);
+
+  // Within one stretch of streaming (until an event of another kind, such as turn_complete), the audio chunks and
+  // the streamed pieces of each text kind are folded into one line per kind.
+  let liveOpen = {};
+
+  function liveEvent(ev) {
+    const foldable = ev.kind === "audio" || LIVE_TEXT_KINDS.has(ev.kind);
+    if (!foldable) liveOpen = {};
+    const last = foldable ? liveOpen[ev.kind] : null;
+    if (last && last.isConnected) {
+      last.dataset.seq = ev.seq;
+      last.querySelector(".tl-seq").textContent = `#${ev.seq}`;
+      if (ev.kind === "audio") {
+        last.dataset.chunks = String(Number(last.dataset.chunks) + 1);
+        last.dataset.bytes = String(Number(last.dataset.bytes) + (ev.bytes || 0));
+        last.querySelector(".tl-body").textContent = `${last.dataset.chunks} chunks · ${last.dataset.bytes} bytes`;
+      } else {
+        const body = last.querySelector(".tl-body");
+        body.textContent += (ev.payload && ev.payload.text) || "";
+      }
+      return;
+    }
+    const item = el("li", `tl tl-${ev.kind} live-event`);
+    item.dataset.kind = ev.kind;
+    item.dataset.seq = ev.seq;
+    const head = el("div", "tl-head");
+    head.append(el("span", "tl-seq", `#${ev.seq}`), el("span", "tl-kind", ev.kind));
+    item.append(head);
+    let body = null;
+    if (ev.kind === "audio") {
+      item.dataset.chunks = "1";
+      item.dataset.bytes = String(ev.bytes || 0);
+      body = `1 chunk · ${ev.bytes || 0} bytes`;
+    } else if (LIVE_TEXT_KINDS.has(ev.kind)) {
+      body = (ev.payload && ev.payload.text) || "";
+    } else if (ev.payload && Object.keys(ev.payload).length) {
+      body = json(ev.payload, 2);
+    }
+    if (body !== null) item.append(el("pre", "tl-body", body));
+    if (foldable) liveOpen[ev.kind] = item;
+    liveAppend(item);
+  }
+
+  async function sendLive(event) {
+    event.preventDefault();
+    const input = $("live-text");
+    const text = input.value.trim();
+    showMessage($("live-send-error"), "");
+    if (!text || !liveFollow) return;
+    $("live-send").disabled = true;
+    try {
+      const sent = await api("POST", `/live/sessions/${pathOf(liveFollow.sessionId)}/text`, { text });
+      liveNote(`Sent text as input #${sent.input_seq}: ${text}`);
+      input.value = "";
+    } catch (err) {
+      showMessage($("live-send-error"), describe(err));
+    } finally {
+      $("live-send").disabled = false;
+    }
+  }
+
   // ---- A2A -----------------------------------------------------------------------------------------------------
 
   const A2A_BADGES = {
@@ -1467,6 +1698,7 @@
     if (button.id === "tab-mcp") refreshMcp();
     if (button.id === "tab-a2a") refreshA2a();
     if (button.id === "tab-triggers") refreshTriggers();
+    if (button.id === "tab-live") refreshLive();
   }
 
   function wire() {
@@ -1509,6 +1741,9 @@
     $("mcp-refresh").addEventListener("click", refreshMcp);
     $("a2a-refresh").addEventListener("click", refreshA2a);
     $("triggers-refresh").addEventListener("click", refreshTriggers);
+    $("live-refresh").addEventListener("click", refreshLive);
+    $("live-form").addEventListener("submit", sendLive);
+    $("live-log-clear").addEventListener("click", () => $("live-log").replaceChildren());
     $("res-scope").addEventListener("submit", loadResources);
     $("mem-search").addEventListener("submit", searchMemory);
     $("art-more").addEventListener("click", loadArtifactNames);
