@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from actor_tests.emulator.helpers import validate_live_frames
 from adk_actors.emulator import Emulator
 from adk_actors.emulator.server import add_served_hook, remove_served_hook
 
@@ -136,3 +137,23 @@ def served_bodies() -> Iterator[list[Served]]:
         pytest.fail(
             "google-genai types rejected bodies the emulator served:\n" + "\n".join(failures[:5]), pytrace=False
         )
+
+
+@pytest.fixture
+def live_frames() -> Iterator[list[bytes]]:
+    """Collect every Live frame served during the test; all must be valid ``LiveServerMessage`` JSON."""
+    frames: list[bytes] = []
+    lock = threading.Lock()
+
+    def hook(method: str, path: str, status: int, body: bytes) -> None:
+        if method == "WS":
+            with lock:
+                frames.append(body)
+
+    add_served_hook(hook)
+    try:
+        yield frames
+    finally:
+        remove_served_hook(hook)
+    with lock:
+        validate_live_frames(list(frames))

@@ -30,7 +30,6 @@ from hypothesis import strategies as st
 from adk_actors.emulator import Emulator, ScriptError
 from adk_actors.emulator.live_audio import OUTPUT_RATE, PcmError, Vad, pcm_rate, speak
 from adk_actors.emulator.live_wire import KEY_MISSING, split_script, truncate_reason
-from adk_actors.emulator.server import add_served_hook, remove_served_hook
 from adk_actors.errors import ConfigError
 
 from .helpers import (
@@ -45,7 +44,6 @@ from .helpers import (
     silence,
     tone,
     user,
-    validate_live_frames,
 )
 
 TEXT = {"generationConfig": {"responseModalities": ["TEXT"]}}
@@ -54,24 +52,7 @@ MANUAL = {"realtimeInputConfig": {"automaticActivityDetection": {"disabled": Tru
 STORY = "Once upon a time a small robot learned to sing. " * 3  # 147 chars: 2.94 s of voice, 30 chunks
 
 
-@pytest.fixture(autouse=True)
-def live_frames() -> Iterator[list[bytes]]:
-    """Collect every Live frame served during the test; all must be valid ``LiveServerMessage`` JSON."""
-    frames: list[bytes] = []
-    lock = threading.Lock()
-
-    def hook(method: str, path: str, status: int, body: bytes) -> None:
-        if method == "WS":
-            with lock:
-                frames.append(body)
-
-    add_served_hook(hook)
-    try:
-        yield frames
-    finally:
-        remove_served_hook(hook)
-    with lock:
-        validate_live_frames(list(frames))
+pytestmark = pytest.mark.usefixtures("live_frames")  # every served Live frame must be valid (conftest)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,9 +20,8 @@ from google.genai import errors, types
 from google.genai.live import AsyncSession
 
 from adk_actors.emulator import Emulator
-from adk_actors.emulator.server import add_served_hook, remove_served_hook
 
-from .helpers import LIVE_MODEL, silence, tone, validate_live_frames
+from .helpers import LIVE_MODEL, silence, tone
 
 KEY = "test-key"
 STORY = "Once upon a time a small robot learned to sing. " * 3
@@ -34,24 +32,7 @@ WEATHER = types.FunctionDeclaration(
 )
 
 
-@pytest.fixture(autouse=True)
-def live_frames() -> Iterator[list[bytes]]:
-    """Collect every Live frame served during the test; all must be valid ``LiveServerMessage`` JSON."""
-    frames: list[bytes] = []
-    lock = threading.Lock()
-
-    def hook(method: str, path: str, status: int, body: bytes) -> None:
-        if method == "WS":
-            with lock:
-                frames.append(body)
-
-    add_served_hook(hook)
-    try:
-        yield frames
-    finally:
-        remove_served_hook(hook)
-    with lock:
-        validate_live_frames(list(frames))
+pytestmark = pytest.mark.usefixtures("live_frames")  # every served Live frame must be valid (conftest)
 
 
 @pytest.fixture

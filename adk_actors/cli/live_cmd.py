@@ -20,7 +20,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from adk_actors.cli.output import print_error, print_json
+from adk_actors.cli.output import port_parent, print_error, print_json
 from adk_actors.errors import AdkError
 from adk_actors.settings import load_settings
 
@@ -29,8 +29,7 @@ __all__ = ["add_parser", "live"]
 
 def add_parser(sub: Any) -> None:
     """Register ``live list``, ``live status`` and ``live send`` on the ``adk`` subparsers."""
-    port = argparse.ArgumentParser(add_help=False)
-    port.add_argument("--port", type=int, default=None, help="admin port (default: settings / $ADK_SYSTEM_PORT)")
+    port = port_parent()
     parser = sub.add_parser("live", help="the Live sessions of the developer Live principal (JSON)")
     action = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     action.add_parser("list", help="the principal's running Live sessions", parents=[port])

@@ -63,3 +63,12 @@ def print_error(err: AdkError, *, json_mode: bool = False, stream: TextIO | None
         return
     details = f" {json.dumps(payload['details'], sort_keys=True)}" if payload["details"] else ""
     print_text(f"error: {payload['message']} [{payload['reason']}]{details}", stream or sys.stderr)
+
+
+def port_parent() -> Any:
+    """The ``--port`` option shared by the node commands' subcommands (an ``argparse`` parent parser)."""
+    import argparse
+
+    port = argparse.ArgumentParser(add_help=False)
+    port.add_argument("--port", type=int, default=None, help="admin port (default: settings / $ADK_SYSTEM_PORT)")
+    return port

@@ -18,7 +18,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from adk_actors.cli.output import print_error, print_json
+from adk_actors.cli.output import port_parent, print_error, print_json
 from adk_actors.errors import AdkError, ValidationError
 from adk_actors.settings import load_settings
 
@@ -27,8 +27,7 @@ __all__ = ["add_parser", "event_ref", "trigger"]
 
 def add_parser(sub: Any) -> None:
     """Register ``trigger list`` and ``trigger status`` on the ``adk`` subparsers."""
-    port = argparse.ArgumentParser(add_help=False)
-    port.add_argument("--port", type=int, default=None, help="admin port (default: settings / $ADK_SYSTEM_PORT)")
+    port = port_parent()
     parser = sub.add_parser("trigger", help="list registered triggers or show one trigger or event (JSON)")
     action = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     action.add_parser("list", help="every registered trigger with queue depth and recent outcomes", parents=[port])
