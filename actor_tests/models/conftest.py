@@ -41,18 +41,28 @@ def _tcp_local_ports() -> dict[str, int]:
     return ports
 
 
-def _client_sockets() -> set[str]:
-    """Inodes of this process's open sockets, minus the server side of emulator connections."""
+def _socket_inodes() -> set[str]:
     fd_dir = "/proc/self/fd"
-    if not os.path.isdir(fd_dir):
-        return set()
     inodes = set()
     for name in os.listdir(fd_dir):
         with contextlib.suppress(OSError):
             link = os.readlink(os.path.join(fd_dir, name))
             if link.startswith("socket:["):
                 inodes.add(link[8:-1])
+    return inodes
+
+
+def _client_sockets() -> set[str]:
+    """Inodes of this process's open sockets, minus the server side of emulator connections."""
+    if not os.path.isdir("/proc/self/fd"):
+        return set()
+    inodes = _socket_inodes()
     ports = _tcp_local_ports()
+    # A socket closed between the two reads (an emulator closing its side) is missing from the TCP tables: keep
+    # an unlisted one only if it is still open (a descriptor goes before its table entry, so it was unlisted).
+    unlisted = inodes - ports.keys()
+    if unlisted:
+        inodes -= unlisted - _socket_inodes()
     return {i for i in inodes if ports.get(i) not in _SERVER_PORTS}
 
 

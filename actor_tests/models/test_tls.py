@@ -8,11 +8,12 @@ import ssl
 import subprocess
 import threading
 
+import certifi
 import pytest
 
 from adk_actors import models
 from adk_actors.errors import ProviderError
-from adk_actors.models.gemini.transport import thread_session
+from adk_actors.models.gemini import transport
 
 from .conftest import API_KEY, user
 
@@ -69,7 +70,7 @@ def self_signed_server(tmp_path):
     thread = threading.Thread(target=serve)
     thread.start()
     try:
-        yield f"https://127.0.0.1:{listener.getsockname()[1]}", received
+        yield f"https://127.0.0.1:{listener.getsockname()[1]}", received, cert
     finally:
         stop.set()
         thread.join(10)
@@ -78,7 +79,7 @@ def self_signed_server(tmp_path):
 
 
 def test_unverifiable_certificate_is_refused_and_no_request_is_sent(self_signed_server):
-    base_url, received = self_signed_server
+    base_url, received, _cert = self_signed_server
     with pytest.raises(ProviderError) as info:
         models.generate({"api_key": API_KEY, "base_url": base_url}, [user("x")])
     assert info.value.reason == "connection_error" and info.value.details["cause"] == "SSLError"
@@ -86,6 +87,27 @@ def test_unverifiable_certificate_is_refused_and_no_request_is_sent(self_signed_
     assert API_KEY not in repr(info.value) + str(info.value)
 
 
-def test_sessions_verify_and_ignore_environment_overrides():
-    session = thread_session()
-    assert session.verify is True and session.trust_env is False
+def test_ca_bundle_variables_of_the_environment_are_not_trusted(self_signed_server, monkeypatch):
+    """The variables OpenSSL, requests and curl read name the server's own certificate: still refused, because the
+    provider trusts certifi's bundle and nothing else."""
+    base_url, received, cert = self_signed_server
+    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.setenv(name, str(cert))
+    monkeypatch.setenv("SSL_CERT_DIR", str(cert.parent))
+    transport._tls_context.cache_clear()  # build the process's context under these variables
+    try:
+        with pytest.raises(ProviderError) as info:
+            models.generate({"api_key": API_KEY, "base_url": base_url}, [user("x")])
+    finally:
+        transport._tls_context.cache_clear()
+    assert info.value.reason == "connection_error" and info.value.details["cause"] == "SSLError"
+    assert received == []
+
+
+def test_the_tls_context_requires_a_verified_certificate_for_the_host_from_certifi_only():
+    context = transport._tls_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.minimum_version >= ssl.TLSVersion.TLSv1_2
+    with open(certifi.where(), encoding="ascii") as fh:
+        bundled = fh.read().count("-----BEGIN CERTIFICATE-----")
+    assert context.cert_store_stats()["x509_ca"] == bundled

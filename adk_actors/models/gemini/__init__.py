@@ -1,4 +1,4 @@
-"""The Gemini Developer API provider (REST + SSE over ``requests``), registered as ``"gemini"``."""
+"""The Gemini Developer API provider (REST + SSE over urllib3 connection pools), registered as ``"gemini"``."""
 
 from __future__ import annotations
 

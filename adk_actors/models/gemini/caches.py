@@ -14,14 +14,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import requests
-
 from adk_actors.errors import ProviderError, ProviderHttpError
 from adk_actors.models.cancel import CancelToken
 from adk_actors.models.gemini.config import parse_config, resolve_api_key, resolve_base_url
 from adk_actors.models.gemini.http_errors import error_from_body
-from adk_actors.models.gemini.provider import _encode, _read_capped, _transport_error
-from adk_actors.models.gemini.transport import CallGuard, thread_session
+from adk_actors.models.gemini.provider import _TRANSPORT_ERRORS, _encode, _read_capped, _transport_error
+from adk_actors.models.gemini.transport import DEFAULT_HEADERS, CallGuard, release, send
 from adk_actors.models.gemini.wire import prefix_members, system_parts_of
 
 __all__ = ["CreatedCache", "cache_prefix", "create_cached_content", "delete_cached_content", "is_cache_not_found"]
@@ -30,7 +28,6 @@ _MAX_BODY = 1024 * 1024
 """A CachedContent answer is a few hundred bytes; anything past a MiB is refused."""
 _NAME_RE = re.compile(r"^cachedContents/[A-Za-z0-9_-]{1,128}$")
 _TIME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
-_TRANSPORT_ERRORS = (requests.RequestException, OSError)
 
 
 def cache_prefix(config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any]) -> dict[str, Any]:
@@ -65,8 +62,8 @@ class CreatedCache:
 def _headers(config: Mapping[str, Any]) -> tuple[str, dict[str, str], tuple[str, ...], float | None]:
     cfg = parse_config(config)
     key = resolve_api_key(cfg)
-    headers = {"Content-Type": "application/json", "x-goog-api-key": key.reveal()}
-    return f"{resolve_base_url(cfg)}/v1beta", headers, (key.reveal(),), cfg.request_timeout_s
+    headers = {**DEFAULT_HEADERS, "Content-Type": "application/json", "x-goog-api-key": key.reveal()}
+    return resolve_base_url(cfg), headers, (key.reveal(),), cfg.request_timeout_s
 
 
 def _expires_in(text: Any, now: _dt.datetime) -> float | None:
@@ -85,25 +82,24 @@ def _expires_in(text: Any, now: _dt.datetime) -> float | None:
 
 
 def _send(
-    token: CancelToken | None, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: Any
+    token: CancelToken | None,
+    method: str,
+    base: str,
+    path: str,
+    headers: dict[str, str],
+    body: bytes | None,
+    timeout: float | None,
 ) -> tuple[int, bytes]:
     guard = CallGuard(token, timeout)
     with guard.active():
         try:
-            resp = thread_session().request(
-                method,
-                url,
-                data=body,
-                headers=headers,
-                timeout=None if timeout is None else (timeout, timeout),
-                stream=True,
-            )
+            resp = send(method, base, path, body=body, headers=headers, timeout_s=timeout)
         except _TRANSPORT_ERRORS as exc:
             raise _transport_error(guard, exc, streaming=False, started=False) from None
         try:
-            return resp.status_code, _read_capped(resp, guard, _MAX_BODY, truncate=resp.status_code != 200)
+            return resp.status, _read_capped(resp, guard, _MAX_BODY, truncate=resp.status != 200)
         finally:
-            resp.close()
+            release(resp)
 
 
 def create_cached_content(
@@ -118,7 +114,7 @@ def create_cached_content(
     base, headers, secrets, timeout = _headers(config)
     body = _encode({**prefix, "ttl": f"{ttl_s:.3f}s"})
     now = _dt.datetime.now(_dt.UTC)
-    status, content = _send(token, "POST", f"{base}/cachedContents", headers, body, timeout)
+    status, content = _send(token, "POST", base, "/v1beta/cachedContents", headers, body, timeout)
     if status != 200:
         raise error_from_body(status, content, secrets)
     try:
@@ -148,7 +144,7 @@ def delete_cached_content(token: CancelToken | None, config: Mapping[str, Any], 
     if not _NAME_RE.match(name):
         raise ProviderError("not a cachedContents resource name", reason="invalid_cache_name")
     base, headers, secrets, timeout = _headers(config)
-    status, content = _send(token, "DELETE", f"{base}/{name}", headers, None, timeout)
+    status, content = _send(token, "DELETE", base, f"/v1beta/{name}", headers, None, timeout)
     if status == 200:
         return True
     err = error_from_body(status, content, secrets)

@@ -1,4 +1,4 @@
-"""The Gemini provider: ``generateContent`` and ``streamGenerateContent?alt=sse`` over ``requests``.
+"""The Gemini provider: ``generateContent`` and ``streamGenerateContent?alt=sse`` over kept urllib3 connections.
 
 Calls are plain blocking functions meant for an I/O thread; each accepts a
 :class:`~adk_actors.models.cancel.CancelToken` that another thread may cancel at any time (the in-flight socket is
@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-import requests
 import urllib3.exceptions
+from urllib3 import BaseHTTPResponse
 
 from adk_actors.content.canonical import check_json_safe
 from adk_actors.errors import ContentError, ProviderError, ProviderHttpError, StreamError, ValidationError
@@ -23,7 +23,7 @@ from adk_actors.models.gemini.config import GeminiConfig, parse_config, resolve_
 from adk_actors.models.gemini.http_errors import RETRYABLE_STATUSES, error_from_body, error_from_payload
 from adk_actors.models.gemini.response import StreamAssembler, parse_response
 from adk_actors.models.gemini.sse import SseDecoder
-from adk_actors.models.gemini.transport import CallGuard, thread_session
+from adk_actors.models.gemini.transport import DEFAULT_HEADERS, CallGuard, release, send
 from adk_actors.models.gemini.wire import build_request
 from adk_actors.models.outbound import TRACEPARENT
 from adk_actors.models.results import ModelResponse, StreamFrame, checked_frame
@@ -43,7 +43,6 @@ CAPABILITIES: dict[str, Any] = {
     "content_schema_version": 1,
     "live": False,
 }
-_USER_AGENT = "adk-actors/0.1 (gemini-rest)"
 _READ_SIZE = 64 * 1024
 _MAX_ERROR_BODY = 1024 * 1024
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
@@ -91,23 +90,18 @@ def _strict_json(text: str | bytes) -> Any:
 class _Prepared:
     """Everything a call needs, computed (and validated) before any HTTP."""
 
-    __slots__ = ("api_key", "body", "cfg", "headers", "timeout", "url_base")
+    __slots__ = ("api_key", "base_url", "body", "cfg", "headers", "model_path")
 
     def __init__(self, config: Mapping[str, Any], history: Sequence[Any], tools: Sequence[Any]) -> None:
         self.cfg: GeminiConfig = parse_config(config)
         self.body = _encode(build_request(self.cfg, history, tools))
         self.api_key: Secret = resolve_api_key(self.cfg)
-        self.url_base = f"{resolve_base_url(self.cfg)}/v1beta/{_model_path(self.cfg.model)}"
-        self.headers = {
-            "Content-Type": "application/json",
-            "x-goog-api-key": self.api_key.reveal(),
-            "User-Agent": _USER_AGENT,
-        }
+        self.base_url = resolve_base_url(self.cfg)
+        self.model_path = f"/v1beta/{_model_path(self.cfg.model)}"
+        self.headers = {**DEFAULT_HEADERS, "Content-Type": "application/json", "x-goog-api-key": self.api_key.reveal()}
         traceparent = TRACEPARENT.get()
         if traceparent:  # correlation for the provider side of the trace; never authorization
             self.headers["traceparent"] = traceparent
-        t = self.cfg.request_timeout_s
-        self.timeout: tuple[float, float] | None = None if t is None else (t, t)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -143,14 +137,17 @@ def _transport_error(guard: CallGuard, exc: BaseException, *, streaming: bool, s
     except ProviderError as err:
         return err
     cause = type(exc).__name__
-    if isinstance(exc, requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError):
+    # urllib3's NewConnectionError (refused, unreachable, no such host) subclasses its ConnectTimeoutError.
+    if isinstance(exc, urllib3.exceptions.TimeoutError | TimeoutError) and not isinstance(
+        exc, urllib3.exceptions.NewConnectionError
+    ):
         return ProviderError("the Gemini request timed out", reason="timeout", details={"cause": cause})
     if streaming and started:
         return StreamError("the SSE stream broke off", reason="truncated_stream", details={"cause": cause})
     return ProviderError("could not reach Gemini", reason="connection_error", details={"cause": cause})
 
 
-_TRANSPORT_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
+_TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 
 
 def _too_large(limit: int) -> ProviderError:
@@ -161,7 +158,7 @@ def _too_large(limit: int) -> ProviderError:
     )
 
 
-def _chunks(resp: requests.Response, guard: CallGuard, *, streaming: bool) -> Iterator[bytes]:
+def _chunks(resp: BaseHTTPResponse, guard: CallGuard, *, streaming: bool) -> Iterator[bytes]:
     """The body's pieces as they arrive, each read under the call's guard (its deadline and cancel token).
 
     Raises:
@@ -169,7 +166,7 @@ def _chunks(resp: requests.Response, guard: CallGuard, *, streaming: bool) -> It
     """
     while True:
         try:
-            chunk = resp.raw.read1(_READ_SIZE, decode_content=True)
+            chunk = resp.read1(_READ_SIZE, decode_content=True)
         except _TRANSPORT_ERRORS as exc:
             raise _transport_error(guard, exc, streaming=streaming, started=streaming) from None
         guard.check()
@@ -178,7 +175,7 @@ def _chunks(resp: requests.Response, guard: CallGuard, *, streaming: bool) -> It
         yield chunk
 
 
-def _read_capped(resp: requests.Response, guard: CallGuard, limit: int, *, truncate: bool) -> bytes:
+def _read_capped(resp: BaseHTTPResponse, guard: CallGuard, limit: int, *, truncate: bool) -> bytes:
     """The body, read in pieces under the call's guard, refused (or, for an error body, cut) past ``limit``.
 
     Raises:
@@ -250,22 +247,23 @@ class GeminiProvider:
         guard = CallGuard(cancel, prepared.cfg.request_timeout_s)
         with guard.active():
             try:
-                resp = thread_session().post(
-                    f"{prepared.url_base}:generateContent",
-                    data=prepared.body,
+                resp = send(
+                    "POST",
+                    prepared.base_url,
+                    f"{prepared.model_path}:generateContent",
+                    body=prepared.body,
                     headers=prepared.headers,
-                    timeout=prepared.timeout,
-                    stream=True,
+                    timeout_s=prepared.cfg.request_timeout_s,
                 )
             except _TRANSPORT_ERRORS as exc:
                 raise _transport_error(guard, exc, streaming=False, started=False) from None
             try:
-                status = resp.status_code
+                status = resp.status
                 content = _read_capped(
                     resp, guard, MAX_RESPONSE_BYTES if status == 200 else _MAX_ERROR_BODY, truncate=status != 200
                 )
             finally:
-                resp.close()
+                release(resp)
         if status != 200:
             raise error_from_body(status, content[:_MAX_ERROR_BODY], prepared.secrets)
         try:
@@ -322,34 +320,35 @@ class GeminiProvider:
         guard = CallGuard(cancel, prepared.cfg.request_timeout_s)
         with guard.active():
             try:
-                resp = thread_session().post(
-                    f"{prepared.url_base}:streamGenerateContent?alt=sse",
-                    data=prepared.body,
+                resp = send(
+                    "POST",
+                    prepared.base_url,
+                    f"{prepared.model_path}:streamGenerateContent?alt=sse",
+                    body=prepared.body,
                     headers=prepared.headers,
-                    timeout=prepared.timeout,
-                    stream=True,
+                    timeout_s=prepared.cfg.request_timeout_s,
                 )
             except _TRANSPORT_ERRORS as exc:
                 raise _transport_error(guard, exc, streaming=True, started=False) from None
             try:
                 return self._read_stream(prepared, guard, resp, on_frame, delivered)
             finally:
-                resp.close()
+                release(resp)
 
     def _read_stream(
         self,
         prepared: _Prepared,
         guard: CallGuard,
-        resp: requests.Response,
+        resp: BaseHTTPResponse,
         on_frame: Callable[[StreamFrame], None],
         delivered: list[int],
     ) -> ModelResponse:
-        if resp.status_code != 200:
+        if resp.status != 200:
             try:
-                body = resp.raw.read(_MAX_ERROR_BODY, decode_content=True)
+                body = resp.read(_MAX_ERROR_BODY, decode_content=True)
             except _TRANSPORT_ERRORS as exc:
                 raise _transport_error(guard, exc, streaming=True, started=False) from None
-            raise error_from_body(resp.status_code, body, prepared.secrets)
+            raise error_from_body(resp.status, body, prepared.secrets)
         content_type = resp.headers.get("Content-Type", "")
         if not content_type.lower().startswith("text/event-stream"):
             raise StreamError(

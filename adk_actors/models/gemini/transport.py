@@ -1,35 +1,61 @@
-"""HTTP for the Gemini provider: pooled per-thread sessions whose sockets can be shut down from another thread.
+"""HTTP for the Gemini provider: urllib3 connection pools kept per thread, whose sockets another thread can shut down.
 
-Each thread gets its own ``requests.Session`` (connection pooling without sharing a session across threads). The
-session's connection classes register their socket with the *call guard* active on the calling thread, both when
-they connect and when a pooled connection is reused. The guard forwards sockets to the caller's
+Each thread keeps its own pools (one ``HTTPConnectionPool``/``HTTPSConnectionPool`` per server, at most
+:data:`MAX_SERVERS`, one keep-alive connection each) and calls them directly with :func:`send`: no
+``requests.Session`` in between, whose per-call merging of settings, hooks, cookies and environment cost more CPU
+than the exchange itself on a fast answer (docs/ARCHITECTURE.md, "Refinements").
+
+The pools' connection classes register their socket with the *call guard* active on the calling thread, both when
+they connect and when a kept connection is reused. The guard forwards sockets to the caller's
 :class:`~adk_actors.models.cancel.CancelToken` and enforces the whole-request deadline by shutting them down.
+
+What ``requests`` did for us and this module keeps: https verified against certifi's CA bundle (one TLS context per
+process, loaded once), ``Accept-Encoding: gzip, deflate`` with bodies decoded as they are read, the same request
+headers, connect and read timeouts. What this module never does: honour a proxy, ``.netrc`` or CA-bundle variable
+from the environment (the session had ``trust_env`` off too), or follow a redirect (``requests`` did; here a 3xx
+is an HTTP error, so the API key never goes to a second server). A forked child drops the pools it inherited.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import socket
+import ssl
 import threading
 import weakref
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
-import requests
-from requests.adapters import HTTPAdapter
+import certifi
+from urllib3 import BaseHTTPResponse, Timeout
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import LocationParseError
+from urllib3.util import create_urllib3_context, parse_url
 
-from adk_actors.errors import ProviderError
+from adk_actors.errors import ConfigError, ProviderError
 from adk_actors.models.cancel import CancelToken
 from adk_actors.runtime.threadtimers import thread_timers
 
-__all__ = ["CallGuard", "close_sessions", "thread_session"]
+__all__ = ["DEFAULT_HEADERS", "MAX_SERVERS", "USER_AGENT", "CallGuard", "close_sessions", "release", "send"]
+
+USER_AGENT = "adk-actors/0.1 (gemini-rest)"
+DEFAULT_HEADERS: Mapping[str, str] = MappingProxyType(
+    {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate", "Accept": "*/*", "Connection": "keep-alive"}
+)
+"""Headers of every request (what ``requests`` sent by default, with our User-Agent)."""
+MAX_SERVERS = 4
+"""Pools one thread keeps (least recently used closed first): with one connection each, a host keeps at most
+``host_io_threads x 4`` provider sockets, however many calls fail."""
 
 _active = threading.local()
 _local = threading.local()
-_sessions: weakref.WeakSet[requests.Session] = weakref.WeakSet()
-_sessions_lock = threading.Lock()
+_registry: weakref.WeakSet[_ThreadPools] = weakref.WeakSet()
+_registry_lock = threading.Lock()
 
 
 def _shutdown(sock: socket.socket) -> None:
@@ -122,7 +148,7 @@ class _GuardedHTTPConnection(HTTPConnection):
         _attach_current(self.sock)
 
     def request(self, *args: Any, **kwargs: Any) -> None:
-        _attach_current(self.sock)  # a reused pooled connection never calls connect()
+        _attach_current(self.sock)  # a reused kept connection never calls connect()
         super().request(*args, **kwargs)
 
 
@@ -144,51 +170,150 @@ class _GuardedHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _GuardedHTTPSConnection
 
 
-class _GuardedAdapter(HTTPAdapter):
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _GuardedHTTPPool, "https": _GuardedHTTPSPool}
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The process's client TLS context: urllib3's defaults (TLS 1.2 or later, hostname checked) and certifi's CA
+    bundle only, as ``requests`` verified; built once rather than once per new connection."""
+    context = create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED)
+    context.load_verify_locations(cafile=certifi.where())
+    return context
 
 
-def _new_session() -> requests.Session:
-    session = requests.Session()
-    # No proxies, .netrc credentials or CA-bundle overrides from the environment: the key goes only where the
-    # config says, and https is always verified against the default trust store.
-    session.trust_env = False
-    session.verify = True
-    # One thread uses its session one call at a time: one keep-alive connection per server (at most 4 servers,
-    # least recently used dropped) bounds the fds a host keeps to host_io_threads x 4, however many calls fail.
-    adapter = _GuardedAdapter(pool_connections=4, pool_maxsize=1, max_retries=0)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    with _sessions_lock:
-        _sessions.add(session)
-    return session
+_Origin = tuple[str, str, int]
 
 
-def thread_session() -> requests.Session:
-    """The calling thread's pooled session (created on first use)."""
-    session: requests.Session | None = getattr(_local, "session", None)
-    if session is None:
-        session = _local.session = _new_session()
-    return session
+@functools.lru_cache(maxsize=64)
+def _split_base(base_url: str) -> tuple[_Origin, str]:
+    """``(scheme, host, port)`` and the percent-encoded path prefix of a service root.
+
+    Raises:
+        ConfigError: reason ``invalid_value`` when ``base_url`` is not an absolute http(s) URL.
+    """
+    try:
+        parsed = parse_url(base_url)
+    except LocationParseError:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host or parsed.auth:
+        raise ConfigError(
+            "the Gemini base URL is not an http(s) URL without credentials",
+            reason="invalid_value",
+            details={"key": "base_url"},
+        )
+    port = parsed.port if parsed.port is not None else (443 if parsed.scheme == "https" else 80)
+    return (parsed.scheme, parsed.host, port), (parsed.path or "").rstrip("/")
+
+
+class _ThreadPools:
+    """One thread's pools, one per server, least recently used first."""
+
+    __slots__ = ("__weakref__", "_lock", "_pools")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # close_sessions() may run on another thread
+        self._pools: OrderedDict[_Origin, HTTPConnectionPool] = OrderedDict()
+
+    def pool(self, origin: _Origin) -> HTTPConnectionPool:
+        evicted: HTTPConnectionPool | None = None
+        with self._lock:
+            pool = self._pools.get(origin)
+            if pool is not None:
+                self._pools.move_to_end(origin)
+                return pool
+            pool = self._pools[origin] = _new_pool(origin)
+            if len(self._pools) > MAX_SERVERS:
+                evicted = self._pools.popitem(last=False)[1]
+        if evicted is not None:
+            evicted.close()
+        return pool
+
+    def close(self) -> None:
+        with self._lock:
+            pools = list(self._pools.values())
+            self._pools.clear()
+        for pool in pools:
+            pool.close()
+
+
+def _new_pool(origin: _Origin) -> HTTPConnectionPool:
+    scheme, host, port = origin
+    # One thread makes one call at a time: one kept connection per server; block=False lets a call that finds the
+    # slot taken (a response not yet released) open a second connection instead of waiting.
+    if scheme == "https":
+        return _GuardedHTTPSPool(
+            host, port, maxsize=1, block=False, retries=False, cert_reqs="CERT_REQUIRED", ssl_context=_tls_context()
+        )
+    return _GuardedHTTPPool(host, port, maxsize=1, block=False, retries=False)
+
+
+def _thread_pools() -> _ThreadPools:
+    pools: _ThreadPools | None = getattr(_local, "pools", None)
+    if pools is None:
+        pools = _local.pools = _ThreadPools()
+        with _registry_lock:
+            _registry.add(pools)
+    return pools
+
+
+def send(
+    method: str,
+    base_url: str,
+    path: str,
+    *,
+    body: bytes | None,
+    headers: Mapping[str, str],
+    timeout_s: float | None,
+) -> BaseHTTPResponse:
+    """Send one request on the calling thread's kept connection to ``base_url``; the body is left unread.
+
+    Read the body with ``read1(n, decode_content=True)`` (gzip and deflate are decoded as they arrive) and call
+    :func:`release` when done. Call inside ``CallGuard.active()`` so the socket is registered for cancel and the
+    deadline. ``path`` (with its query) is appended to ``base_url``'s path and must already be URL-safe.
+
+    Raises:
+        ConfigError: reason ``invalid_value`` when ``base_url`` is not an http(s) URL.
+        urllib3.exceptions.HTTPError, http.client.HTTPException, OSError: the transport failed (no retry, no
+            redirect; a timeout is ``ConnectTimeoutError``/``ReadTimeoutError``).
+    """
+    origin, prefix = _split_base(base_url)
+    pool = _thread_pools().pool(origin)
+    return pool.urlopen(
+        method,
+        prefix + path,
+        body=body,
+        headers=headers,
+        retries=False,
+        redirect=False,
+        assert_same_host=False,
+        timeout=Timeout(connect=timeout_s, read=timeout_s),
+        preload_content=False,
+        decode_content=True,
+    )
+
+
+def release(resp: BaseHTTPResponse) -> None:
+    """Give ``resp``'s connection back to its pool: kept alive when the body was read to its end, else closed (the
+    pool reconnects on next use)."""
+    resp.close()
+    resp.release_conn()
+
+
+def _forget_inherited() -> None:
+    # A forked child must never write on its parent's kept connections: it drops the inherited pools (their
+    # finalizers close only the child's copies of the descriptors) and opens its own.
+    global _local, _registry, _registry_lock
+    _local = threading.local()
+    _registry = weakref.WeakSet()
+    _registry_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_inherited)
 
 
 def close_sessions() -> None:
-    """Close every pooled connection of every thread's session (sessions stay usable and reconnect), and stop
-    the timer thread when no timer is pending (it restarts with the next one)."""
+    """Close every kept connection of every thread's pools (later calls reconnect), and stop the timer thread when
+    no timer is pending (it restarts with the next one)."""
     thread_timers.stop_if_idle()
-    with _sessions_lock:
-        sessions = list(_sessions)
-    for session in sessions:
-        for adapter in set(session.adapters.values()):
-            manager = getattr(adapter, "poolmanager", None)
-            if manager is None:
-                continue
-            # urllib3 2.x drops pools on clear() without closing them (a finalizer closes them at GC); a response
-            # kept alive by a traceback would otherwise keep its pooled socket open.
-            for key in list(manager.pools.keys()):
-                pool = manager.pools.get(key)
-                if pool is not None:
-                    pool.close()
-        session.close()
+    with _registry_lock:
+        holders = list(_registry)
+    for holder in holders:
+        holder.close()
