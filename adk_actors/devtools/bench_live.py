@@ -25,6 +25,8 @@ __all__ = ["bench_live"]
 
 _PRINCIPAL = "bench-live"
 _WAIT_S = 120.0
+_STALL_S = 30.0
+"""A subscriber that gets no event for this long in a turn counts as stalled (and stops)."""
 
 
 def _wait_active(events: Any) -> None:
@@ -40,13 +42,14 @@ def _wait_active(events: Any) -> None:
 def _turns(session: Any, events: Any, turns: int) -> dict[str, int]:
     from adk_actors.live import live_send_text
 
-    got = {"audio_bytes": 0, "events": 0}
+    got = {"audio_bytes": 0, "events": 0, "stalled": 0}
     for turn in range(turns):
         live_send_text(session, _PRINCIPAL, f"turn {turn}")
         while True:
-            event = events.next(_WAIT_S)
+            event = events.next(_STALL_S)
             if event is None:
-                raise RuntimeError("a Live turn did not complete")
+                got["stalled"] = 1  # reported, not hidden: see the notes
+                return got
             events.ack(event.seq)
             got["events"] += 1
             if event.kind == "audio" and event.data:
@@ -72,6 +75,7 @@ def _case(handle: Any, sessions: list[Any], subs: list[Any], turns: int) -> dict
         "wall_s": round(wall, 2),
         "audio_s": round(audio_s, 1),
         "events": sum(r["events"] for r in results),
+        "stalled": sum(r["stalled"] for r in results),
         "cpu_ms_per_audio_s": round(1000 * cpu.total_s / audio_s, 2),
         "node_cpu_ms_per_audio_s": round(1000 * cpu.system_s / audio_s, 2),
     }
@@ -135,6 +139,7 @@ def bench_live(ctx: Any) -> dict[str, Any]:
             round(per_session_kb, 1),
             m["cpu_ms_per_audio_s"],
             m["node_cpu_ms_per_audio_s"],
+            m["stalled"],
         ]
         for label, m in found.items()
     ]
@@ -153,6 +158,7 @@ def bench_live(ctx: Any) -> dict[str, Any]:
             "PSS KiB/session",
             "CPU ms per audio s",
             "node CPU ms per audio s",
+            "stalled subscribers",
         ],
         "rows": rows,
         "notes": [
@@ -163,6 +169,9 @@ def bench_live(ctx: Any) -> dict[str, Any]:
             "answer as fast as it can (frames arrive in batches: one actor wakeup and one message per subscriber per "
             "batch). Real time: 100 ms chunks paced at real time, the cost of 100 live conversations.",
             f"The idle node's PSS before any session: {idle_kb / 1024:.1f} MiB.",
+            "Stalled subscribers: a subscriber that received nothing for 30 s in a turn (it stops; its session goes "
+            "on). With 100 subscriber threads in one process, some subscription endpoints stop receiving in the "
+            "real-time case (an open defect, docs/LIVE.md 'Known limits').",
         ],
         "data": {
             "idle_pss_kb": idle_kb,
