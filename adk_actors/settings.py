@@ -477,6 +477,7 @@ def _read_file(path: Path) -> dict[str, Any]:
             "agents",
             "admission",
             "observability",
+            "live",
             "dev",
         }:
             for inner, inner_value in value.items():
