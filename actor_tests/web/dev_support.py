@@ -194,20 +194,7 @@ def serve_dev(
 
         app = _Composite(app, a2a=a2a)
     server = start_in_thread(app, "127.0.0.1", 0, limits=limits)
-    responses: list[httpx.Response] = []
-
-    def keep(response: httpx.Response) -> None:
-        if not response.headers.get("content-type", "").startswith("text/event-stream"):
-            response.read()
-            responses.append(response)
-
-    client = httpx.Client(
-        base_url=server.url,
-        headers={"Authorization": f"Bearer {TOKEN}"},
-        timeout=30.0,
-        trust_env=False,
-        event_hooks={"response": [keep]},
-    )
+    client, responses = recording_client(server.url, TOKEN)
     try:
         yield DevServer(server.url, TOKEN, system, emu, agent, server, client, ops, responses)
     finally:
@@ -242,3 +229,23 @@ def dev_server(system: ActorSystemHandle, dev_emu: Emulator, dev_agent: str) -> 
     dev_emu.clear_requests()
     with serve_dev(system, dev_emu, dev_agent) as served:
         yield served
+
+
+def recording_client(url: str, token: str) -> tuple[httpx.Client, list[httpx.Response]]:
+    """An ``httpx`` client that sends the bearer ``token`` to ``url`` and keeps every non-streamed response it
+    received (for the leak checks)."""
+    responses: list[httpx.Response] = []
+
+    def keep(response: httpx.Response) -> None:
+        if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            response.read()
+            responses.append(response)
+
+    client = httpx.Client(
+        base_url=url,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30.0,
+        trust_env=False,
+        event_hooks={"response": [keep]},
+    )
+    return client, responses

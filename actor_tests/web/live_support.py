@@ -14,21 +14,19 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-import socket
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import uvicorn
 
+from actor_tests.web.dev_support import recording_client
 from adk_actors.emulator import Emulator, live_audio
 from adk_actors.runtime.system import ActorSystemHandle
 from adk_actors.secrets import Secret
 from adk_actors.web import DevToken, EdgeLimits, ServerThread, start_in_thread
 from adk_actors.web.dev import dev_app
-from adk_actors.web.serve import uvicorn_config
 from adk_actors.web.voice_page import SUBPROTOCOL, bearer_subprotocol
 
 TOKEN = "dev-live-" + secrets.token_hex(16)
@@ -40,22 +38,8 @@ FRAME_BYTES = 640
 
 
 def start_server(app: Any, limits: EdgeLimits | None = None) -> ServerThread:
-    """``app`` served on 127.0.0.1 (a free port) with WebSockets on."""
-    config = uvicorn_config(app, "127.0.0.1", 0, limits=limits, graceful_shutdown_s=2)
-    if config.ws != "none":
-        return start_in_thread(app, "127.0.0.1", 0, limits=limits)
-    # The edge's uvicorn configuration has WebSockets off: the same configuration with them on.
-    config.ws = "websockets-sansio"
-    config.ws_max_size = 1024 * 1024
-    config.ws_per_message_deflate = False
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    server = ServerThread(uvicorn.Server(config), sock, "127.0.0.1")
-    server._thread.start()
-    server._wait_started(10.0)
-    return server
+    """``app`` served on 127.0.0.1 (a free port) by the edge's own uvicorn configuration (WebSockets on)."""
+    return start_in_thread(app, "127.0.0.1", 0, limits=limits)
 
 
 @dataclass
@@ -91,20 +75,7 @@ def serve_live(
     principal = Secret(live_principal) if live_principal is not None else None
     app = dev_app(system, token=DevToken(TOKEN), limits=limits, live_principal=principal, console=console)
     server = start_server(app, limits)
-    responses: list[httpx.Response] = []
-
-    def keep(response: httpx.Response) -> None:
-        if not response.headers.get("content-type", "").startswith("text/event-stream"):
-            response.read()
-            responses.append(response)
-
-    client = httpx.Client(
-        base_url=server.url,
-        headers={"Authorization": f"Bearer {TOKEN}"},
-        timeout=30.0,
-        trust_env=False,
-        event_hooks={"response": [keep]},
-    )
+    client, responses = recording_client(server.url, TOKEN)
     try:
         yield LiveDev(server.url, TOKEN, system, emu, server, client, responses)
     finally:
